@@ -1,0 +1,33 @@
+# testcontainers-go: use loopback (it would dial the default gateway where it believes
+# it runs in a container) and no Ryuk (its image cannot always be pulled; containers
+# are removed by the code that starts them).
+export TESTCONTAINERS_HOST_OVERRIDE ?= 127.0.0.1
+export TESTCONTAINERS_RYUK_DISABLED ?= true
+export PATH := $(PATH):/usr/local/go/bin
+
+GO ?= go
+BIN := bin/sensorapi
+
+.PHONY: run build test prepare vet bench clean
+
+## run: build and serve on :8080 (starts TimescaleDB itself without DATABASE_URL)
+run: build prepare
+	./$(BIN) serve
+
+build:
+	$(GO) build -o $(BIN) ./cmd/sensorapi
+
+## prepare: make sure Docker answers and a TimescaleDB image exists
+prepare:
+	@if [ -z "$$DATABASE_URL$$TEST_DATABASE_URL" ]; then $(GO) run ./testcontainers/prepare; fi
+
+vet:
+	$(GO) vet ./...
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
+
+## test: vet + every test against a real TimescaleDB
+test: prepare vet
+	$(GO) test -count=1 -timeout 20m ./...
+
+clean:
+	rm -rf bin

@@ -1,0 +1,56 @@
+// Command sensorapi is the sensor data service and its tools.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+const usage = `sensorapi - a sensor data service on TimescaleDB
+
+Usage:
+  sensorapi serve                          run the HTTP API (DATABASE_URL, or a TimescaleDB container)
+  sensorapi migrate                        apply schema migrations to DATABASE_URL
+  sensorapi account create NAME            create an account; prints its token
+  sensorapi token create --account NAME    add a token to an account; prints it
+  sensorapi help                           this text
+
+Every subcommand takes --help. Configuration is read from the environment:
+  DATABASE_URL, SENSORAPI_ADDR (:8080), SENSORAPI_ADMIN_TOKEN, SENSORAPI_PUBLIC_URL,
+  SENSORAPI_LOG_LEVEL (info), SENSORAPI_MAX_BODY_BYTES (16777216), SENSORAPI_QUERY_TIMEOUT (30s)
+
+Examples:
+  make run
+  DATABASE_URL=postgres://postgres:postgres@127.0.0.1:5432/postgres sensorapi serve
+  TOKEN=$(sensorapi account create acme)
+`
+
+type command func(ctx context.Context, args []string) error
+
+var commands = map[string]command{
+	"serve":   serveCmd,
+	"migrate": migrateCmd,
+	"account": accountCmd,
+	"token":   tokenCmd,
+}
+
+func main() {
+	if len(os.Args) < 2 || os.Args[1] == "help" || os.Args[1] == "--help" || os.Args[1] == "-h" {
+		fmt.Print(usage)
+		return
+	}
+	cmd, ok := commands[os.Args[1]]
+	if !ok {
+		fmt.Fprintf(os.Stderr, "sensorapi: unknown command %q\n\n%s", os.Args[1], usage)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if err := cmd(ctx, os.Args[2:]); err != nil {
+		fmt.Fprintln(os.Stderr, "sensorapi:", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,119 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/sensordata/sensorapi/pkg/api"
+	"github.com/sensordata/sensorapi/pkg/auth"
+	"github.com/sensordata/sensorapi/pkg/config"
+	"github.com/sensordata/sensorapi/pkg/metrics"
+	"github.com/sensordata/sensorapi/pkg/store"
+	"github.com/sensordata/sensorapi/testcontainers"
+)
+
+func serveCmd(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), `Usage: sensorapi serve
+
+Runs the HTTP API. Without DATABASE_URL it starts a TimescaleDB container (removed on
+exit) and prints the admin token. Migrations are applied on start.
+
+Example:
+  SENSORAPI_ADDR=:9090 DATABASE_URL=postgres://postgres:postgres@127.0.0.1:5432/postgres sensorapi serve
+`)
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg, err := config.FromEnv()
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	if cfg.DatabaseURL == "" {
+		log.Info("DATABASE_URL is not set: starting a TimescaleDB container (removed on exit)")
+		tsdb, err := testcontainers.Start(ctx, testcontainers.Options{})
+		if err != nil {
+			return fmt.Errorf("start TimescaleDB: %w", err)
+		}
+		defer func() { _ = tsdb.Terminate(context.Background()) }()
+		log.Info("TimescaleDB container started", "image", tsdb.Image, "dsn", tsdb.DSN)
+		cfg.DatabaseURL = tsdb.DSN
+	}
+	db, err := openAndMigrate(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = db.Close() }()
+	tok, err := auth.Bootstrap(ctx, db, cfg.AdminToken)
+	if err != nil {
+		return err
+	}
+	if tok != "" {
+		fmt.Fprintf(os.Stderr, "\nadmin token (shown once): %s\ntry: curl -H 'X-Auth-Token: %s' http://127.0.0.1%s/api/v2.0/devices/\n\n",
+			tok, tok, portOf(cfg.Addr))
+	}
+	srv := &api.Server{DB: db, Config: cfg, Log: log, Metrics: metrics.New(db.Pool)}
+	return listen(ctx, cfg.Addr, srv.Handler(), log)
+}
+
+// openAndMigrate connects and migrates, waiting up to two minutes for a database that
+// is still starting.
+func openAndMigrate(ctx context.Context, cfg config.Config, log *slog.Logger) (*store.DB, error) {
+	db, err := store.Open(ctx, cfg.DatabaseURL, cfg.QueryTimeout)
+	if err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		applied, err := store.Migrate(ctx, db)
+		if err == nil {
+			log.Info("schema migrated", "applied", applied)
+			return db, nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			_ = db.Close()
+			return nil, err
+		}
+		log.Warn("database not ready, retrying", "error", err.Error())
+		time.Sleep(2 * time.Second)
+	}
+}
+
+// listen serves until ctx ends (SIGTERM/SIGINT), then stops accepting and gives
+// in-flight requests up to 30 s.
+func listen(ctx context.Context, addr string, h http.Handler, log *slog.Logger) error {
+	srv := &http.Server{Addr: addr, Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.ListenAndServe() }()
+	log.Info("listening", "addr", addr)
+	select {
+	case err := <-errc:
+		return fmt.Errorf("listen %s: %w", addr, err)
+	case <-ctx.Done():
+	}
+	log.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	return nil
+}
+
+func portOf(addr string) string {
+	for i := len(addr) - 1; i >= 0; i-- {
+		if addr[i] == ':' {
+			return addr[i:]
+		}
+	}
+	return ":8080"
+}

@@ -1,0 +1,67 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/sensordata/sensorapi/pkg/apierr"
+)
+
+var errMethodNotAllowed = apierr.MethodNotAllowed
+
+// handlerFunc is a handler that returns its error for renderErrors.
+type handlerFunc func(c *gin.Context) error
+
+func wrap(h handlerFunc) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if err := h(c); err != nil {
+			_ = c.Error(err)
+			c.Abort()
+		}
+	}
+}
+
+func notFoundPath(path string) error {
+	return apierr.NotFound(fmt.Sprintf("The path '%s' was not found.", path))
+}
+
+// renderErrors turns the last error a handler returned into the JSON body of API.md §2.
+func (s *Server) renderErrors(c *gin.Context) {
+	c.Next()
+	if len(c.Errors) == 0 || c.Writer.Written() {
+		return
+	}
+	s.writeError(c, s.toAPIError(c, c.Errors.Last().Err))
+}
+
+// toAPIError maps any error to an *apierr.Error: API errors as they are, an
+// unreachable database to 503, a statement timeout to its own 503, anything else to a
+// 500 whose cause is logged but never sent.
+func (s *Server) toAPIError(c *gin.Context, err error) *apierr.Error {
+	var ae *apierr.Error
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &ae):
+		return ae
+	case errors.As(err, &mbe):
+		return apierr.TooLarge
+	case apierr.IsTimeout(err) && c.Request.Context().Err() == nil:
+		s.Log.WarnContext(c, "query timeout", "request_id", requestID(c), "route", c.FullPath())
+		return apierr.QueryTimeout
+	case apierr.IsUnavailable(err):
+		s.Log.WarnContext(c, "database unavailable", "request_id", requestID(c), "error", err.Error())
+		return apierr.Unavailable
+	}
+	s.Log.ErrorContext(c, "internal error", "request_id", requestID(c), "route", c.FullPath(), "error", err.Error())
+	return apierr.Internal(requestID(c))
+}
+
+func (s *Server) writeError(c *gin.Context, ae *apierr.Error) {
+	for k, v := range ae.Header {
+		c.Header(k, v)
+	}
+	c.AbortWithStatusJSON(ae.Status, ae.Body())
+}

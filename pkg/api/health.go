@@ -1,0 +1,31 @@
+package api
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/sensordata/sensorapi/pkg/apierr"
+	"github.com/sensordata/sensorapi/pkg/store"
+)
+
+func (s *Server) healthz(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) }
+
+// readyz is 200 when the database answers and the schema is migrated.
+func (s *Server) readyz(c *gin.Context) {
+	ctx, cancel := context.WithTimeout(c, 2*time.Second)
+	defer cancel()
+	if err := store.Ready(ctx, s.DB); err != nil {
+		s.Log.WarnContext(c, "not ready", "error", err.Error())
+		s.writeError(c, apierr.Unavailable)
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"status": "ready"})
+}
+
+func (s *Server) metricsHandler() http.Handler {
+	return promhttp.HandlerFor(s.Metrics.Registry, promhttp.HandlerOpts{})
+}

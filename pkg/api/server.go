@@ -1,0 +1,62 @@
+// Package api is the HTTP layer: the Gin engine, its middleware and the handlers.
+// Handlers parse, validate and authorize, then call the store or the query compiler;
+// they return errors and never write error bodies themselves (see errors.go).
+package api
+
+import (
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/sensordata/sensorapi/pkg/config"
+	"github.com/sensordata/sensorapi/pkg/metrics"
+	"github.com/sensordata/sensorapi/pkg/store"
+)
+
+// Server holds what the handlers share.
+type Server struct {
+	DB      *store.DB
+	Config  config.Config
+	Log     *slog.Logger
+	Metrics *metrics.Metrics
+}
+
+// Handler returns the service's http.Handler.
+func (s *Server) Handler() http.Handler {
+	gin.SetMode(gin.ReleaseMode)
+	e := gin.New()
+	e.HandleMethodNotAllowed = true
+	e.RedirectTrailingSlash = false
+	e.RedirectFixedPath = false
+	e.ContextWithFallback = true
+	e.Use(s.requestID, s.recovery, s.observe, s.renderErrors, s.limitBody)
+	e.NoRoute(wrap(func(c *gin.Context) error { return notFoundPath(c.Request.URL.Path) }))
+	e.NoMethod(wrap(func(*gin.Context) error { return errMethodNotAllowed }))
+
+	e.GET("/healthz", s.healthz)
+	e.GET("/readyz", s.readyz)
+	e.GET("/metrics", gin.WrapH(s.metricsHandler()))
+
+	v2 := e.Group("/api/v2.0", s.authenticate(false))
+	v16 := e.Group("/api/v1.6", s.authenticate(false))
+	s.routes(v2, v16)
+	// The statistics endpoint answers 401s with a detail-only body (spec).
+	s.statisticsRoutes(e.Group("/api/v2.0/data/statistics", s.authenticate(true)))
+	return trimTrailingSlash(e)
+}
+
+// trimTrailingSlash makes every route answer with and without a trailing slash, without
+// a redirect (API.md): routes are registered without one.
+func trimTrailingSlash(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p := r.URL.Path; len(p) > 1 && strings.HasSuffix(p, "/") {
+			r.URL.Path = strings.TrimRight(p, "/")
+			if r.URL.RawPath != "" {
+				r.URL.RawPath = strings.TrimRight(r.URL.RawPath, "/")
+			}
+		}
+		h.ServeHTTP(w, r)
+	})
+}

@@ -1,0 +1,62 @@
+// Package metrics holds the service's Prometheus collectors (API.md §11).
+package metrics
+
+import (
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// Metrics are registered on their own registry so tests can build several servers.
+type Metrics struct {
+	Registry       *prometheus.Registry
+	Requests       *prometheus.CounterVec
+	Duration       *prometheus.HistogramVec
+	ValuesIngested prometheus.Counter
+}
+
+// New registers the HTTP, ingestion, Go runtime and database pool collectors.
+func New(pool *pgxpool.Pool) *Metrics {
+	m := &Metrics{
+		Registry: prometheus.NewRegistry(),
+		// route is the route pattern (never the raw path, which may hold labels), so the
+		// label set stays bounded.
+		Requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sensorapi_http_requests_total", Help: "HTTP requests by route, method and status.",
+		}, []string{"route", "method", "status"}),
+		Duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "sensorapi_http_request_duration_seconds", Help: "HTTP request latency by route and method.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2.5, 14),
+		}, []string{"route", "method"}),
+		ValuesIngested: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sensorapi_values_ingested_total", Help: "Dots written (committed) by the ingestion routes.",
+		}),
+	}
+	m.Registry.MustRegister(m.Requests, m.Duration, m.ValuesIngested,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if pool != nil {
+		m.Registry.MustRegister(poolCollector(pool)...)
+	}
+	return m
+}
+
+func poolCollector(pool *pgxpool.Pool) []prometheus.Collector {
+	gauge := func(name, help string, f func(*pgxpool.Stat) float64) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "sensorapi_db_pool_" + name, Help: help},
+			func() float64 { return f(pool.Stat()) })
+	}
+	counter := func(name, help string, f func(*pgxpool.Stat) float64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "sensorapi_db_pool_" + name, Help: help},
+			func() float64 { return f(pool.Stat()) })
+	}
+	return []prometheus.Collector{
+		gauge("total_conns", "Connections open.", func(s *pgxpool.Stat) float64 { return float64(s.TotalConns()) }),
+		gauge("acquired_conns", "Connections in use.", func(s *pgxpool.Stat) float64 { return float64(s.AcquiredConns()) }),
+		gauge("idle_conns", "Idle connections.", func(s *pgxpool.Stat) float64 { return float64(s.IdleConns()) }),
+		gauge("max_conns", "Pool size.", func(s *pgxpool.Stat) float64 { return float64(s.MaxConns()) }),
+		counter("acquire_wait_seconds_total", "Time spent waiting for a connection.",
+			func(s *pgxpool.Stat) float64 { return s.AcquireDuration().Seconds() }),
+		counter("empty_acquire_total", "Acquires that had to wait for a connection.",
+			func(s *pgxpool.Stat) float64 { return float64(s.EmptyAcquireCount()) }),
+	}
+}

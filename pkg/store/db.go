@@ -1,0 +1,114 @@
+// Package store opens the database, applies migrations and holds the bun queries of
+// the CRUD resources.
+package store
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect/pgdialect"
+	"github.com/uptrace/bun/migrate"
+
+	migrations "github.com/sensordata/sensorapi/sql"
+)
+
+// DB is the bun handle for CRUD plus the pgx pool under it, used directly where
+// binary parameters matter (bulk ingestion).
+type DB struct {
+	*bun.DB
+	Pool *pgxpool.Pool
+}
+
+// Open connects lazily: it succeeds while the database is down, so the service can
+// start, answer 503 and recover by itself.
+// queryTimeout becomes the session's statement_timeout, so a runaway query is cancelled
+// by the server and its connection freed.
+func Open(ctx context.Context, dsn string, queryTimeout time.Duration) (*DB, error) {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("parse DATABASE_URL: %w", err)
+	}
+	if cfg.ConnConfig.ConnectTimeout == 0 || cfg.ConnConfig.ConnectTimeout > 5*time.Second {
+		// an unreachable database must give a quick 503, not a hung request
+		cfg.ConnConfig.ConnectTimeout = 3 * time.Second
+	}
+	if queryTimeout > 0 {
+		cfg.ConnConfig.RuntimeParams["statement_timeout"] = strconv.FormatInt(queryTimeout.Milliseconds(), 10)
+	}
+	cfg.MaxConns = 32
+	cfg.HealthCheckPeriod = 5 * time.Second
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("create pool: %w", err)
+	}
+	sqldb := stdlib.OpenDBFromPool(pool)
+	sqldb.SetMaxOpenConns(int(cfg.MaxConns))
+	sqldb.SetConnMaxIdleTime(time.Minute)
+	return &DB{DB: bun.NewDB(sqldb, pgdialect.New()), Pool: pool}, nil
+}
+
+// Close closes both handles.
+func (db *DB) Close() error {
+	err := db.DB.Close()
+	db.Pool.Close()
+	return err
+}
+
+// migrationLockKey is an arbitrary constant shared by every instance: the advisory lock
+// makes instances that start together apply the migrations one after the other.
+const migrationLockKey = 727_431_118
+
+// Migrate applies pending migrations under a Postgres advisory lock and returns the
+// names applied.
+func Migrate(ctx context.Context, db *DB) ([]string, error) {
+	ms, err := migrations.All()
+	if err != nil {
+		return nil, fmt.Errorf("load migrations: %w", err)
+	}
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("migrate: %w", err)
+	}
+	defer func() { _ = conn.Close() }()
+	if _, err := conn.ExecContext(ctx, "SELECT pg_advisory_lock(?)", migrationLockKey); err != nil {
+		return nil, fmt.Errorf("migrate: take advisory lock: %w", err)
+	}
+	defer func() {
+		_, _ = conn.ExecContext(context.Background(), "SELECT pg_advisory_unlock(?)", migrationLockKey)
+	}()
+	m := migrate.NewMigrator(db.DB, ms)
+	if err := m.Init(ctx); err != nil {
+		return nil, fmt.Errorf("migrate: init: %w", err)
+	}
+	group, err := m.Migrate(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("migrate: %w", err)
+	}
+	var names []string
+	for _, mg := range group.Migrations {
+		names = append(names, mg.Name)
+	}
+	return names, nil
+}
+
+// Ready tells whether the database answers and every migration is applied.
+func Ready(ctx context.Context, db *DB) error {
+	ms, err := migrations.All()
+	if err != nil {
+		return err
+	}
+	var applied int
+	err = db.NewRaw("SELECT count(*) FROM bun_migrations WHERE migrated_at IS NOT NULL").Scan(ctx, &applied)
+	if err != nil {
+		return fmt.Errorf("read migrations: %w", err)
+	}
+	if want := len(ms.Sorted()); applied < want {
+		return fmt.Errorf("schema not migrated: %d of %d migrations applied", applied, want)
+	}
+	return nil
+}

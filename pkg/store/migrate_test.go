@@ -1,0 +1,76 @@
+package store_test
+
+import (
+	"context"
+	"os"
+	"sync"
+	"testing"
+
+	"github.com/sensordata/sensorapi/pkg/store"
+	"github.com/sensordata/sensorapi/pkg/testenv"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) { os.Exit(testenv.Run(m, &env)) }
+
+// TestMigrationsConcurrent: instances starting together all succeed, and a second run
+// applies nothing.
+func TestMigrationsConcurrent(t *testing.T) {
+	ctx := context.Background()
+	dbs := make([]*store.DB, 4)
+	for i := range dbs {
+		db, err := store.Open(ctx, env.DSN, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = db.Close() }()
+		dbs[i] = db
+	}
+	// env's database is already migrated; reset it to empty to race a first migration.
+	if _, err := env.DB.ExecContext(ctx, `DROP SCHEMA public CASCADE; CREATE SCHEMA public`); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, len(dbs))
+	applied := make([][]string, len(dbs))
+	for i, db := range dbs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			applied[i], errs[i] = store.Migrate(ctx, db)
+		}()
+	}
+	wg.Wait()
+	total := 0
+	for i := range dbs {
+		if errs[i] != nil {
+			t.Fatalf("instance %d: %v", i, errs[i])
+		}
+		total += len(applied[i])
+	}
+	if total != 2 {
+		t.Fatalf("applied %d migrations in all, want each of 2 exactly once: %v", total, applied)
+	}
+	again, err := store.Migrate(ctx, dbs[0])
+	if err != nil || len(again) != 0 {
+		t.Fatalf("second run applied %v, %v", again, err)
+	}
+	if err := store.Ready(ctx, dbs[0]); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestValuesIsHypertableWithUniqueIndex(t *testing.T) {
+	ctx := context.Background()
+	var n int
+	err := env.DB.NewRaw(`SELECT count(*) FROM timescaledb_information.hypertables WHERE hypertable_name = 'values'`).Scan(ctx, &n)
+	if err != nil || n != 1 {
+		t.Fatalf("hypertable: %d %v", n, err)
+	}
+	var def string
+	err = env.DB.NewRaw(`SELECT indexdef FROM pg_indexes WHERE indexname = 'values_variable_ts_idx'`).Scan(ctx, &def)
+	if err != nil || def != `CREATE UNIQUE INDEX values_variable_ts_idx ON public."values" USING btree (variable_id, ts DESC)` {
+		t.Fatalf("index: %q %v", def, err)
+	}
+}

@@ -1,0 +1,130 @@
+package testenv
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/sensordata/sensorapi/pkg/api"
+	"github.com/sensordata/sensorapi/pkg/config"
+	"github.com/sensordata/sensorapi/pkg/metrics"
+)
+
+// Client sends real HTTP requests to the real Gin engine served on loopback.
+type Client struct {
+	URL    string
+	Token  string // sent as X-Auth-Token unless empty
+	Server *api.Server
+	t      testing.TB
+}
+
+// Response is what a request returned.
+type Response struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// JSON decodes the body into a generic value.
+func (r Response) JSON(t testing.TB) any {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal(r.Body, &v); err != nil {
+		t.Fatalf("body is not JSON: %v: %s", err, r.Body)
+	}
+	return v
+}
+
+// Object decodes the body as a JSON object.
+func (r Response) Object(t testing.TB) map[string]any {
+	t.Helper()
+	m, ok := r.JSON(t).(map[string]any)
+	if !ok {
+		t.Fatalf("body is not a JSON object: %s", r.Body)
+	}
+	return m
+}
+
+// Config returns the test server configuration.
+func (e *Env) Config() config.Config {
+	return config.Config{MaxBodyBytes: 16 << 20, QueryTimeout: 30e9}
+}
+
+// Client starts the service on a loopback listener and returns a client holding the
+// admin token. The server stops when the test ends.
+func (e *Env) Client(t testing.TB) *Client {
+	t.Helper()
+	return e.ClientWith(t, e.Config())
+}
+
+// ClientWith is Client with a given configuration.
+func (e *Env) ClientWith(t testing.TB, cfg config.Config) *Client {
+	t.Helper()
+	srv := &api.Server{DB: e.DB, Config: cfg, Log: e.Log, Metrics: metrics.New(e.DB.Pool)}
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(ts.Close)
+	return &Client{URL: ts.URL, Token: e.AdminToken, Server: srv, t: t}
+}
+
+// As returns a copy of the client that sends another token.
+func (c *Client) As(token string) *Client {
+	cp := *c
+	cp.Token = token
+	return &cp
+}
+
+// Do sends a request. body may be nil, a string or []byte (sent as is), or any other
+// value (sent as JSON).
+func (c *Client) Do(method, path string, body any, header ...string) Response {
+	c.t.Helper()
+	var r io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		r = strings.NewReader(b)
+	case []byte:
+		r = bytes.NewReader(b)
+	default:
+		j, err := json.Marshal(b)
+		if err != nil {
+			c.t.Fatalf("marshal body: %v", err)
+		}
+		r = bytes.NewReader(j)
+	}
+	req, err := http.NewRequest(method, c.URL+path, r)
+	if err != nil {
+		c.t.Fatalf("new request: %v", err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.Token != "" {
+		req.Header.Set("X-Auth-Token", c.Token)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		c.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		c.t.Fatalf("read body: %v", err)
+	}
+	return Response{Status: resp.StatusCode, Header: resp.Header, Body: b}
+}
+
+// Get, Post, Patch and Delete are shorthands of Do.
+func (c *Client) Get(path string) Response { c.t.Helper(); return c.Do("GET", path, nil) }
+
+func (c *Client) Post(path string, body any) Response { c.t.Helper(); return c.Do("POST", path, body) }
+
+func (c *Client) Patch(path string, body any) Response { c.t.Helper(); return c.Do("PATCH", path, body) }
+
+func (c *Client) Delete(path string) Response { c.t.Helper(); return c.Do("DELETE", path, nil) }

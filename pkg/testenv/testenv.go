@@ -1,0 +1,122 @@
+// Package testenv gives integration tests a real, migrated TimescaleDB database and the
+// real HTTP stack on it. Each test package gets a database of its own: on the server
+// named by TEST_DATABASE_URL when set, else in a TimescaleDB container started by the
+// project's testcontainers package.
+package testenv
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sensordata/sensorapi/pkg/auth"
+	"github.com/sensordata/sensorapi/pkg/store"
+	"github.com/sensordata/sensorapi/testcontainers"
+)
+
+// Env is a test package's database.
+type Env struct {
+	DSN        string
+	DB         *store.DB
+	AdminToken string
+	Log        *slog.Logger
+	close      func()
+}
+
+// Run starts the database, migrates it, bootstraps the admin account, runs the tests and
+// cleans up. Use it from TestMain: os.Exit(testenv.Run(m, &env)).
+func Run(m *testing.M, env **Env) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	server := os.Getenv("TEST_DATABASE_URL")
+	if server == "" {
+		tsdb, err := testcontainers.Start(ctx, testcontainers.Options{Fast: true})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "testenv:", err)
+			return 1
+		}
+		defer func() { _ = tsdb.Terminate(context.Background()) }()
+		server = tsdb.DSN
+	}
+	e, err := New(ctx, server)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "testenv:", err)
+		return 1
+	}
+	defer e.Close()
+	*env = e
+	return m.Run()
+}
+
+// Close closes the pool and drops the database.
+func (e *Env) Close() { e.close() }
+
+// New makes a fresh database on the server, migrated and bootstrapped.
+func New(ctx context.Context, server string) (*Env, error) {
+	name := "test_" + randomHex(6)
+	admin, err := pgx.Connect(ctx, server)
+	if err != nil {
+		return nil, fmt.Errorf("connect %s: %w", redact(server), err)
+	}
+	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		return nil, fmt.Errorf("create database: %w", err)
+	}
+	drop := func() {
+		_, _ = admin.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+		_ = admin.Close(context.Background())
+	}
+	u, _ := url.Parse(server)
+	u.Path = "/" + name
+	e := &Env{DSN: u.String(), Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	if os.Getenv("TEST_LOG") != "" {
+		e.Log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	if e.DB, err = store.Open(ctx, e.DSN, 30*time.Second); err != nil {
+		drop()
+		return nil, err
+	}
+	if _, err := store.Migrate(ctx, e.DB); err != nil {
+		drop()
+		return nil, err
+	}
+	e.AdminToken = "admin-" + randomHex(16)
+	if _, err := auth.Bootstrap(ctx, e.DB, e.AdminToken); err != nil {
+		drop()
+		return nil, err
+	}
+	e.close = func() { _ = e.DB.Close(); drop() }
+	return e, nil
+}
+
+// NewAccount creates another account and returns its token (for isolation tests).
+func (e *Env) NewAccount(t testing.TB) string {
+	t.Helper()
+	tok, err := auth.CreateAccount(context.Background(), e.DB, "acct_"+randomHex(6))
+	if err != nil {
+		t.Fatalf("create account: %v", err)
+	}
+	return tok
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func redact(dsn string) string {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return "(unparsable DSN)"
+	}
+	return u.Redacted()
+}

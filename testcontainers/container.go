@@ -1,0 +1,111 @@
+package testcontainers
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/network"
+	tc "github.com/testcontainers/testcontainers-go"
+	"github.com/testcontainers/testcontainers-go/wait"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // "pgx" driver for the readiness query
+)
+
+// Options tune the container.
+type Options struct {
+	// Fast turns off fsync: for tests, where a crash loses nothing of value.
+	Fast bool
+}
+
+// TimescaleDB is a running database container published on 127.0.0.1 at a fixed
+// port, so that Stop and Start keep the DSN valid (the fault tests rely on it).
+type TimescaleDB struct {
+	DSN       string
+	Image     string
+	container tc.Container
+}
+
+// Start makes sure Docker answers, resolves the image and starts a container.
+func Start(ctx context.Context, opts Options) (*TimescaleDB, error) {
+	// testcontainers-go would otherwise dial the default gateway (it believes it runs
+	// inside a container) and start Ryuk, whose image cannot always be pulled.
+	setDefaultEnv("TESTCONTAINERS_HOST_OVERRIDE", "127.0.0.1")
+	setDefaultEnv("TESTCONTAINERS_RYUK_DISABLED", "true")
+	if err := EnsureDocker(ctx); err != nil {
+		return nil, err
+	}
+	img, err := ResolveImage(ctx)
+	if err != nil {
+		return nil, err
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	cmd := []string{"postgres", "-c", "max_connections=200"}
+	if opts.Fast {
+		cmd = append(cmd, "-c", "fsync=off", "-c", "full_page_writes=off")
+	}
+	dsn := fmt.Sprintf("postgres://postgres:postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
+	req := tc.ContainerRequest{
+		Image:        img,
+		ExposedPorts: []string{"5432/tcp"},
+		Env:          map[string]string{"POSTGRES_PASSWORD": "postgres", "POSTGRES_DB": "postgres"},
+		Cmd:          cmd,
+		HostConfigModifier: func(hc *container.HostConfig) {
+			hc.PortBindings = network.PortMap{
+				network.MustParsePort("5432/tcp"): {{HostIP: netip.MustParseAddr("127.0.0.1"), HostPort: strconv.Itoa(port)}},
+			}
+		},
+		// The local image logs "ready to accept connections" only once (initdb ran at
+		// build time), the official one twice: a successful query is the one signal
+		// both give.
+		WaitingFor: wait.ForSQL("5432/tcp", "pgx", func(string, network.Port) string { return dsn }).
+			WithStartupTimeout(2 * time.Minute).WithPollInterval(250 * time.Millisecond),
+	}
+	c, err := tc.GenericContainer(ctx, tc.GenericContainerRequest{ContainerRequest: req, Started: true})
+	if err != nil {
+		if c != nil {
+			_ = c.Terminate(context.Background())
+		}
+		return nil, fmt.Errorf("start %s: %w", img, err)
+	}
+	return &TimescaleDB{DSN: dsn, Image: img, container: c}, nil
+}
+
+// Stop stops the container, keeping its data, as a database outage would.
+func (t *TimescaleDB) Stop(ctx context.Context) error {
+	d := 10 * time.Second
+	return t.container.Stop(ctx, &d)
+}
+
+// Restart starts a stopped container again on the same port.
+func (t *TimescaleDB) Restart(ctx context.Context) error {
+	return t.container.Start(ctx)
+}
+
+// Terminate removes the container and its data.
+func (t *TimescaleDB) Terminate(ctx context.Context) error {
+	return t.container.Terminate(ctx)
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("find a free port: %w", err)
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func setDefaultEnv(k, v string) {
+	if os.Getenv(k) == "" {
+		_ = os.Setenv(k, v)
+	}
+}

@@ -1,0 +1,29 @@
+// Command prepare readies this machine for the tests and `make run`: a Docker daemon
+// that answers (installed and started when needed) and a TimescaleDB image (pulled, or
+// built from Debian packages). It does its work once, before test packages start in
+// parallel, and is quick when everything is already there.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/sensordata/sensorapi/testcontainers"
+)
+
+func main() {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	if err := testcontainers.EnsureDocker(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "prepare:", err)
+		os.Exit(1)
+	}
+	img, err := testcontainers.ResolveImage(ctx)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "prepare:", err)
+		os.Exit(1)
+	}
+	fmt.Println("docker answers; TimescaleDB image:", img)
+}
