@@ -112,4 +112,3 @@ func openMigrated(ctx context.Context) (*store.DB, error) {
 	}
 	return db, nil
 }
-

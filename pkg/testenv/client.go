@@ -125,6 +125,9 @@ func (c *Client) Get(path string) Response { c.t.Helper(); return c.Do("GET", pa
 
 func (c *Client) Post(path string, body any) Response { c.t.Helper(); return c.Do("POST", path, body) }
 
-func (c *Client) Patch(path string, body any) Response { c.t.Helper(); return c.Do("PATCH", path, body) }
+func (c *Client) Patch(path string, body any) Response {
+	c.t.Helper()
+	return c.Do("PATCH", path, body)
+}
 
 func (c *Client) Delete(path string) Response { c.t.Helper(); return c.Do("DELETE", path, nil) }
