@@ -16,6 +16,7 @@ Usage:
   sensorapi migrate                        apply schema migrations to DATABASE_URL
   sensorapi account create NAME            create an account; prints its token
   sensorapi token create --account NAME    add a token to an account; prints it
+  sensorapi load [flags]                   write a reproducible data set (see load --help)
   sensorapi help                           this text
 
 Every subcommand takes --help. Configuration is read from the environment:
@@ -35,6 +36,7 @@ var commands = map[string]command{
 	"migrate": migrateCmd,
 	"account": accountCmd,
 	"token":   tokenCmd,
+	"load":    loadCmd,
 }
 
 func main() {

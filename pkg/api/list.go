@@ -11,13 +11,7 @@ import (
 // listBody is the DRF list shape: count, next and previous (absolute URLs keeping every
 // other query parameter, or null) and the page's results.
 func (s *Server) listBody(c *gin.Context, p store.ListParams, count int, results any) gin.H {
-	link := func(page int) *string {
-		q := c.Request.URL.Query()
-		q.Del("token") // never echo a credential into a link
-		q.Set("page", strconv.Itoa(page))
-		u := s.baseURL(c) + c.Request.URL.Path + "?" + q.Encode()
-		return &u
-	}
+	link := func(page int) *string { return s.pageLink(c, page) }
 	var next, prev *string
 	if p.Page*p.PageSize < count {
 		next = link(p.Page + 1)
@@ -28,4 +22,14 @@ func (s *Server) listBody(c *gin.Context, p store.ListParams, count int, results
 		prev = link(min(p.Page-1, last))
 	}
 	return gin.H{"count": count, "next": next, "previous": prev, "results": results}
+}
+
+// pageLink is the request's URL on another page, keeping other parameters but never
+// the token.
+func (s *Server) pageLink(c *gin.Context, page int) *string {
+	q := c.Request.URL.Query()
+	q.Del("token")
+	q.Set("page", strconv.Itoa(page))
+	u := s.baseURL(c) + c.Request.URL.Path + "?" + q.Encode()
+	return &u
 }

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/sensordata/sensorapi/pkg/auth"
+	"github.com/sensordata/sensorapi/pkg/ingest"
+	"github.com/sensordata/sensorapi/pkg/loadgen"
+)
+
+const (
+	ingestConcurrency = 4
+	ingestBatch       = 5000
+)
+
+// benchIngest writes the same data set twice, into two fresh accounts: through HTTP
+// (bulk device posts from concurrent clients) and through ingest.Store in-process —
+// the same statements without HTTP, JSON or auth: the floor.
+func benchIngest(ctx context.Context, h *harness, dots int) error {
+	const variables = 10
+	spec := loadgen.Spec{Devices: 4, Variables: variables, Points: max(1, dots/(4*variables)),
+		Start: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC), Interval: time.Second, Seed: 1, Batch: ingestBatch}
+
+	floorAcct, err := newAccount(ctx, h, "floor")
+	if err != nil {
+		return err
+	}
+	st := &ingest.Store{Pool: h.db.Pool}
+	floor, err := timeLoad(spec, func(b loadgen.Batch) error { return st.ToDevice(ctx, floorAcct, b.Device, b.Dots) })
+	if err != nil {
+		return fmt.Errorf("floor: %w", err)
+	}
+
+	tok, err := auth.CreateAccount(ctx, h.db, "bench_http")
+	if err != nil {
+		return err
+	}
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: ingestConcurrency}}
+	rss := h.sampleRSS()
+	viaHTTP, err := timeLoad(spec, func(b loadgen.Batch) error { return post(ctx, client, h.url, tok, b) })
+	peak := rss.Stop()
+	if err != nil {
+		return fmt.Errorf("http: %w", err)
+	}
+	n := float64(spec.Total())
+	fmt.Printf("ingestion: %d dots, %d per request, %d concurrent clients\n", spec.Total(), ingestBatch, ingestConcurrency)
+	fmt.Printf("  floor (ingest.Store, no HTTP)  %10.0f dots/s\n", n/floor.Seconds())
+	fmt.Printf("  HTTP  (POST /api/v1.6/devices) %10.0f dots/s   %.2f × floor   (targets: ≥ 100000 dots/s, ≥ 0.5 × floor)\n",
+		n/viaHTTP.Seconds(), floor.Seconds()/viaHTTP.Seconds())
+	fmt.Printf("  server peak RSS %.0f MiB (target < 256 MiB)\n\n", peak)
+	return nil
+}
+
+func newAccount(ctx context.Context, h *harness, name string) (int64, error) {
+	if _, err := auth.CreateAccount(ctx, h.db, "bench_"+name); err != nil {
+		return 0, err
+	}
+	var id int64
+	err := h.db.NewRaw("SELECT id FROM accounts WHERE name = ?", "bench_"+name).Scan(ctx, &id)
+	return id, err
+}
+
+// timeLoad sends every batch from ingestConcurrency workers and returns the wall time.
+func timeLoad(spec loadgen.Spec, send func(loadgen.Batch) error) (time.Duration, error) {
+	batches := make(chan loadgen.Batch, ingestConcurrency)
+	errc := make(chan error, ingestConcurrency)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range ingestConcurrency {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for b := range batches {
+				if err := send(b); err != nil {
+					errc <- err
+					for range batches { // drain so the producer ends
+					}
+					return
+				}
+			}
+		}()
+	}
+	_ = spec.Batches(func(b loadgen.Batch) error { batches <- b; return nil })
+	close(batches)
+	wg.Wait()
+	select {
+	case err := <-errc:
+		return 0, err
+	default:
+	}
+	return time.Since(start), nil
+}
+
+func post(ctx context.Context, client *http.Client, url, token string, b loadgen.Batch) error {
+	req, err := http.NewRequestWithContext(ctx, "POST", url+"/api/v1.6/devices/"+b.Device, bytes.NewReader(loadgen.DeviceBody(b)))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Auth-Token", token)
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		return fmt.Errorf("%d %s", resp.StatusCode, body)
+	}
+	return nil
+}

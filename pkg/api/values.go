@@ -1,0 +1,301 @@
+package api
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/sensordata/sensorapi/pkg/apierr"
+	"github.com/sensordata/sensorapi/pkg/ingest"
+	"github.com/sensordata/sensorapi/pkg/validate"
+)
+
+// valueRoutes are the v1.6 value routes (API.md §6).
+func (s *Server) valueRoutes(v16 *gin.RouterGroup) {
+	v16.POST("/devices/:device", wrap(s.postDevice))
+	v16.POST("/devices/:device/:variable/values", wrap(s.postVariableValues))
+	v16.GET("/devices/:device/:variable/values", wrap(s.getValues))
+	v16.GET("/devices/:device/:variable/lv", wrap(s.getLastValue))
+	v16.POST("/variables/:id/values", wrap(s.postVariableValues))
+	v16.GET("/variables/:id/values", wrap(s.getValues))
+	v16.DELETE("/variables/:id/values/:start/:end", wrap(s.deleteValues))
+	v16.GET("/variables/:id/statistics/:agg/:start/:end", wrap(s.getStatistic))
+	v16.POST("/collections/values", wrap(s.postCollection))
+}
+
+func (s *Server) valueStore() *ingest.Store {
+	return &ingest.Store{Pool: s.DB.Pool, Written: func(n int) { s.Metrics.ValuesIngested.Add(float64(n)) }}
+}
+
+// parser reads the body and prepares a dot parser; dots without a timestamp get the
+// request's ?timestamp, else the arrival time.
+func parser(c *gin.Context) ([]byte, *ingest.Parser, error) {
+	arrived := time.Now()
+	body, err := readJSON(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := ingest.NewParser(c.Query("timestamp"), arrived)
+	return body, p, err
+}
+
+func deviceLabel(c *gin.Context) (string, error) {
+	l, ok := validate.Label(c.Param("device"))
+	if !ok {
+		return "", apierr.Invalid("device", validate.MsgLabel)
+	}
+	return l, nil
+}
+
+// postDevice: {VAR_LABEL: number | dot | [dots]} → 200 {VAR_LABEL: [{"status_code":201}...]}.
+func (s *Server) postDevice(c *gin.Context) error {
+	label, err := deviceLabel(c)
+	if err != nil {
+		return err
+	}
+	body, p, err := parser(c)
+	if err != nil {
+		return err
+	}
+	dots, err := p.Device(body)
+	if err != nil {
+		return err
+	}
+	if err := s.valueStore().ToDevice(c, account(c).ID, label, dots); err != nil {
+		return err
+	}
+	out := map[string][]gin.H{}
+	for _, d := range dots {
+		out[d.Target] = append(out[d.Target], created)
+	}
+	c.JSON(http.StatusOK, out)
+	return nil
+}
+
+var created = gin.H{"status_code": 201}
+
+// postVariableValues: a dot → 201 the stored dot; [dots] → 201 [{"status_code":201}...].
+func (s *Server) postVariableValues(c *gin.Context) error {
+	body, p, err := parser(c)
+	if err != nil {
+		return err
+	}
+	dots, err := p.Values(body)
+	if err != nil {
+		return err
+	}
+	store, acct := s.valueStore(), account(c).ID
+	if id := c.Param("id"); id != "" {
+		if !validate.IsID(id) {
+			return apierr.NotFound("Variable '" + id + "' was not found.")
+		}
+		err = store.ToVariableID(c, acct, id, dots)
+	} else {
+		err = s.postToLabels(c, store, dots)
+	}
+	if err != nil {
+		return err
+	}
+	if isList(body) {
+		statuses := make([]gin.H, len(dots))
+		for i := range statuses {
+			statuses[i] = created
+		}
+		c.JSON(http.StatusCreated, statuses)
+		return nil
+	}
+	d := dots[0]
+	c.JSON(http.StatusCreated, ingest.StoredDot{Value: d.Value, Timestamp: d.TS, Context: d.Context, CreatedAt: time.Now().UnixMilli()})
+	return nil
+}
+
+// postToLabels writes to /devices/<dev>/<var>/values, creating both as needed.
+func (s *Server) postToLabels(c *gin.Context, store *ingest.Store, dots []ingest.Dot) error {
+	dev, err := deviceLabel(c)
+	if err != nil {
+		return err
+	}
+	v, ok := validate.Label(c.Param("variable"))
+	if !ok {
+		return apierr.Invalid("variable", validate.MsgLabel)
+	}
+	for i := range dots {
+		dots[i].Target = v
+	}
+	return store.ToDevice(c, account(c).ID, dev, dots)
+}
+
+func isList(body []byte) bool {
+	for _, b := range body {
+		switch b {
+		case ' ', '\t', '\r', '\n':
+			continue
+		case '[':
+			return true
+		}
+		return false
+	}
+	return false
+}
+
+// postCollection: [{"variable": ID, "value", "timestamp", "context"}] → 201 statuses.
+func (s *Server) postCollection(c *gin.Context) error {
+	body, p, err := parser(c)
+	if err != nil {
+		return err
+	}
+	dots, err := p.Collection(body)
+	if err != nil {
+		return err
+	}
+	if err := s.valueStore().ToCollection(c, account(c).ID, dots); err != nil {
+		return err
+	}
+	statuses := make([]gin.H, len(dots))
+	for i := range statuses {
+		statuses[i] = created
+	}
+	c.JSON(http.StatusCreated, statuses)
+	return nil
+}
+
+// pathVariable resolves the variable named by the path (id, or device and variable labels).
+func (s *Server) pathVariable(c *gin.Context, store *ingest.Store) (int64, error) {
+	v := ingest.Variable{ID: c.Param("id")}
+	if v.ID == "" {
+		v.DeviceLabel, _ = validate.Label(c.Param("device"))
+		v.Label, _ = validate.Label(c.Param("variable"))
+	}
+	return store.Resolve(c, account(c).ID, v)
+}
+
+// getValues: newest first, start/end inclusive, page/page_size (default 100, max 10000).
+func (s *Server) getValues(c *gin.Context) error {
+	store := s.valueStore()
+	key, err := s.pathVariable(c, store)
+	if err != nil {
+		return err
+	}
+	r, err := queryRange(c)
+	if err != nil {
+		return err
+	}
+	page, size := intParam(c, "page", 1, 1, 1<<31), intParam(c, "page_size", 100, 1, 10000)
+	dots, more, err := store.Page(c, key, r, (page-1)*size, size)
+	if err != nil {
+		return err
+	}
+	var next, prev *string
+	if more {
+		next = s.pageLink(c, page+1)
+	}
+	if page > 1 {
+		prev = s.pageLink(c, page-1)
+	}
+	if dots == nil {
+		dots = []ingest.StoredDot{}
+	}
+	// count is true, as in the platform: counting a long series is not free
+	c.JSON(http.StatusOK, gin.H{"count": true, "next": next, "previous": prev, "results": dots})
+	return nil
+}
+
+// getLastValue answers the newest value as a bare number (null without values).
+func (s *Server) getLastValue(c *gin.Context) error {
+	store := s.valueStore()
+	key, err := s.pathVariable(c, store)
+	if err != nil {
+		return err
+	}
+	d, err := store.Last(c, key)
+	if err != nil {
+		return err
+	}
+	if d == nil {
+		c.JSON(http.StatusOK, nil)
+		return nil
+	}
+	c.JSON(http.StatusOK, d.Value)
+	return nil
+}
+
+func (s *Server) deleteValues(c *gin.Context) error {
+	store := s.valueStore()
+	key, err := s.pathVariable(c, store)
+	if err != nil {
+		return err
+	}
+	r, err := pathRange(c)
+	if err != nil {
+		return err
+	}
+	if err := store.Delete(c, key, r); err != nil {
+		return err
+	}
+	c.Status(http.StatusNoContent)
+	return nil
+}
+
+// getStatistic: {AGG: number} over an inclusive range.
+func (s *Server) getStatistic(c *gin.Context) error {
+	agg := c.Param("agg")
+	if !ingest.IsStatistic(agg) {
+		return apierr.Invalid("agg", "Choose one of mean, variance, min, max, sum, count.")
+	}
+	store := s.valueStore()
+	key, err := s.pathVariable(c, store)
+	if err != nil {
+		return err
+	}
+	r, err := pathRange(c)
+	if err != nil {
+		return err
+	}
+	v, err := store.Statistic(c, key, agg, r)
+	if err != nil {
+		return err
+	}
+	c.JSON(http.StatusOK, gin.H{agg: v})
+	return nil
+}
+
+func queryRange(c *gin.Context) (ingest.Range, error) {
+	return parseRange(c.Query("start"), c.Query("end"), true)
+}
+
+func pathRange(c *gin.Context) (ingest.Range, error) {
+	return parseRange(c.Param("start"), c.Param("end"), false)
+}
+
+func parseRange(start, end string, optional bool) (ingest.Range, error) {
+	var r ingest.Range
+	errs := apierr.Fields{}
+	for _, b := range []struct {
+		name, text string
+		dst        **int64
+	}{{"start", start, &r.Start}, {"end", end, &r.End}} {
+		if b.text == "" && optional {
+			continue
+		}
+		n, err := strconv.ParseInt(b.text, 10, 64)
+		if err != nil || n < 0 {
+			errs.Add(b.name, "Enter an integer number of milliseconds since the epoch.")
+			continue
+		}
+		*b.dst = &n
+	}
+	if r.Start != nil && r.End != nil && *r.End < *r.Start {
+		errs.Add("end", "Must be greater than or equal to start.")
+	}
+	return r, errs.Err()
+}
+
+func intParam(c *gin.Context, name string, def, lo, hi int) int {
+	n, err := strconv.Atoi(c.Query(name))
+	if err != nil || n < lo {
+		return def
+	}
+	return min(n, hi)
+}

@@ -1,0 +1,147 @@
+package ingest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sensordata/sensorapi/pkg/apierr"
+)
+
+// StoredDot is a value as read back.
+type StoredDot struct {
+	Value     float64         `json:"value"`
+	Timestamp int64           `json:"timestamp"`
+	Context   json.RawMessage `json:"context"`
+	CreatedAt int64           `json:"created_at"`
+}
+
+// Variable identifies a variable of the account by public id, or by device and
+// variable labels.
+type Variable struct {
+	ID                 string
+	DeviceLabel, Label string
+}
+
+func (v Variable) String() string {
+	if v.ID != "" {
+		return v.ID
+	}
+	return v.DeviceLabel + "/" + v.Label
+}
+
+// Resolve returns the variable's internal key, or a 404.
+func (s *Store) Resolve(ctx context.Context, account int64, v Variable) (int64, error) {
+	var key int64
+	var err error
+	if v.ID != "" {
+		err = s.Pool.QueryRow(ctx, `SELECT id FROM variables WHERE account_id = $1 AND public_id = $2`,
+			account, v.ID).Scan(&key)
+	} else {
+		err = s.Pool.QueryRow(ctx, `SELECT v.id FROM variables v JOIN devices d ON d.id = v.device_id
+			WHERE d.account_id = $1 AND d.label = $2 AND v.label = $3`, account, v.DeviceLabel, v.Label).Scan(&key)
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, apierr.NotFound(fmt.Sprintf("Variable '%s' was not found.", v))
+	}
+	if err != nil {
+		return 0, fmt.Errorf("resolve variable: %w", err)
+	}
+	return key, nil
+}
+
+// Range is an inclusive time range in ms; nil bounds are open.
+type Range struct{ Start, End *int64 }
+
+func (r Range) bounds() (time.Time, time.Time) {
+	start, end := time.UnixMilli(0).UTC(), time.UnixMilli(maxTimestamp).UTC()
+	if r.Start != nil {
+		start = time.UnixMilli(*r.Start).UTC()
+	}
+	if r.End != nil {
+		end = time.UnixMilli(*r.End).UTC()
+	}
+	return start, end
+}
+
+// Page reads up to limit dots newest first after skipping offset, and tells whether
+// more follow (one extra row is read instead of counting the series).
+func (s *Store) Page(ctx context.Context, key int64, r Range, offset, limit int) ([]StoredDot, bool, error) {
+	start, end := r.bounds()
+	rows, err := s.Pool.Query(ctx, `SELECT value, (extract(epoch FROM ts) * 1000)::bigint, context,
+		(extract(epoch FROM created_at) * 1000)::bigint
+		FROM "values" WHERE variable_id = $1 AND ts BETWEEN $2 AND $3
+		ORDER BY ts DESC OFFSET $4 LIMIT $5`, key, start, end, offset, limit+1)
+	if err != nil {
+		return nil, false, fmt.Errorf("read values: %w", err)
+	}
+	dots, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (StoredDot, error) {
+		var d StoredDot
+		err := row.Scan(&d.Value, &d.Timestamp, &d.Context, &d.CreatedAt)
+		return d, err
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("read values: %w", err)
+	}
+	if len(dots) > limit {
+		return dots[:limit], true, nil
+	}
+	return dots, false, nil
+}
+
+// Last returns the variable's newest dot, or nil.
+func (s *Store) Last(ctx context.Context, key int64) (*StoredDot, error) {
+	dots, _, err := s.Page(ctx, key, Range{}, 0, 1)
+	if err != nil || len(dots) == 0 {
+		return nil, err
+	}
+	return &dots[0], nil
+}
+
+// Delete removes the variable's values in the range and recomputes its lastValue from
+// what remains, in one transaction.
+func (s *Store) Delete(ctx context.Context, key int64, r Range) error {
+	start, end := r.bounds()
+	return pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `DELETE FROM "values" WHERE variable_id = $1 AND ts BETWEEN $2 AND $3`,
+			key, start, end); err != nil {
+			return fmt.Errorf("delete values: %w", err)
+		}
+		_, err := tx.Exec(ctx, `UPDATE variables
+			SET (last_value, last_value_ts, last_value_context, last_value_created) =
+				(SELECT value, ts, context, created_at FROM "values"
+				 WHERE variable_id = $1 ORDER BY ts DESC LIMIT 1)
+			WHERE id = $1`, key)
+		if err != nil {
+			return fmt.Errorf("recompute last value: %w", err)
+		}
+		return nil
+	})
+}
+
+// statistics of the v1.6 route: SQL aggregate per name.
+var statistics = map[string]string{
+	"mean": "avg(value)", "variance": "var_samp(value)", "min": "min(value)", "max": "max(value)",
+	"sum": "coalesce(sum(value), 0)", "count": "count(*)",
+}
+
+// IsStatistic tells whether agg is one of the v1.6 statistics.
+func IsStatistic(agg string) bool { _, ok := statistics[agg]; return ok }
+
+// Statistic computes one aggregate over the range (count and sum are 0, the others
+// null, without data).
+func (s *Store) Statistic(ctx context.Context, key int64, agg string, r Range) (*float64, error) {
+	start, end := r.bounds()
+	var v *float64
+	// agg comes from the fixed map above, never from the request text
+	err := s.Pool.QueryRow(ctx, `SELECT (`+statistics[agg]+`)::float8 FROM "values"
+		WHERE variable_id = $1 AND ts BETWEEN $2 AND $3`, key, start, end).Scan(&v)
+	if err != nil {
+		return nil, fmt.Errorf("statistic %s: %w", agg, err)
+	}
+	return v, nil
+}
