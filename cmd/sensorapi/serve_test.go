@@ -1,0 +1,133 @@
+package main_test
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sensordata/sensorapi/pkg/testenv"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) { os.Exit(testenv.Run(m, &env)) }
+
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "sensorapi")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v: %s", err, out)
+	}
+	return bin
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().String()
+}
+
+// TestTwoInstancesServeOneDatabase: two `sensorapi serve` processes started together on
+// the same database both come up (migrations under the advisory lock), answer /readyz,
+// accept the admin token, and exit 0 on SIGTERM.
+func TestTwoInstancesServeOneDatabase(t *testing.T) {
+	bin := buildBinary(t)
+	const token = "two-instances-admin-token-0123456789"
+	var procs []*exec.Cmd
+	var addrs []string
+	for range 2 {
+		addr := freeAddr(t)
+		cmd := exec.Command(bin, "serve")
+		cmd.Env = append(os.Environ(), "DATABASE_URL="+env.DSN, "SENSORAPI_ADDR="+addr, "SENSORAPI_ADMIN_TOKEN="+token)
+		var logs bytes.Buffer
+		cmd.Stderr = &logs
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = cmd.Process.Kill()
+			if t.Failed() {
+				t.Logf("%s logs:\n%s", addr, logs.String())
+			}
+		})
+		procs, addrs = append(procs, cmd), append(addrs, addr)
+	}
+	for _, addr := range addrs {
+		waitReady(t, "http://"+addr)
+		req, _ := http.NewRequest("GET", "http://"+addr+"/api/v2.0/account", nil)
+		req.Header.Set("X-Auth-Token", token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("%s: admin token: %v %v", addr, resp, err)
+		}
+		_ = resp.Body.Close()
+	}
+	for _, p := range procs {
+		_ = p.Process.Signal(syscall.SIGTERM)
+		done := make(chan error, 1)
+		go func() { done <- p.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("exit after SIGTERM: %v", err)
+			}
+		case <-time.After(35 * time.Second):
+			t.Fatal("no exit within 35 s of SIGTERM")
+		}
+	}
+}
+
+func waitReady(t *testing.T, url string) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(url + "/readyz")
+		if err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("%s not ready within 60 s", url)
+}
+
+// TestAccountCreatePrintsOnlyToken: stdout is the token alone, usable at once.
+func TestAccountCreatePrintsOnlyToken(t *testing.T) {
+	bin := buildBinary(t)
+	ctx := context.Background()
+	run := func(args ...string) string {
+		cmd := exec.CommandContext(ctx, bin, args...)
+		cmd.Env = append(os.Environ(), "DATABASE_URL="+env.DSN)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		return string(out)
+	}
+	for _, out := range []string{run("account", "create", "cli-acme"), run("token", "create", "--account", "cli-acme")} {
+		tok := strings.TrimSuffix(out, "\n")
+		if len(tok) < 32 || strings.ContainsAny(tok, " \n\t") {
+			t.Fatalf("stdout %q is not a lone token", out)
+		}
+		var name string
+		err := env.DB.NewRaw(`SELECT a.name FROM tokens t JOIN accounts a ON a.id = t.account_id
+			WHERE t.hash = sha256(convert_to(?, 'UTF8'))`, tok).Scan(ctx, &name)
+		if err != nil || name != "cli-acme" {
+			t.Fatalf("token %q belongs to %q (%v)", tok, name, err)
+		}
+	}
+}
