@@ -8,7 +8,7 @@ export PATH := $(PATH):/usr/local/go/bin
 GO ?= go
 BIN := bin/sensorapi
 
-.PHONY: run build test prepare vet bench clean
+.PHONY: run build test prepare vet bench fuzz clean
 
 ## run: build and serve on :8080 (starts TimescaleDB itself without DATABASE_URL)
 run: build prepare
@@ -28,6 +28,19 @@ vet:
 ## test: vet + every test against a real TimescaleDB
 test: prepare vet
 	$(GO) test -count=1 -timeout 20m ./...
+
+## bench: ingestion, statistics and resample through the real server, next to their floors
+bench: prepare
+	$(GO) run ./cmd/sensorbench
+
+## fuzz: run every fuzz target for FUZZTIME each (seed corpora run in make test)
+FUZZTIME ?= 30s
+fuzz:
+	@for pkg in $$($(GO) list ./...); do \
+	  for f in $$($(GO) test -list '^Fuzz' $$pkg 2>/dev/null | grep '^Fuzz'); do \
+	    echo "== $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	  done; \
+	done
 
 clean:
 	rm -rf bin
