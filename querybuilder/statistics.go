@@ -175,7 +175,8 @@ func statisticsColumns(requested []string) (aggs, out []string, err error) {
 	return aggs, out, nil
 }
 
-// refArrays turns the references into four parallel text arrays (” = not given).
+// refArrays turns the references into four parallel text arrays (an empty string
+// means not given).
 func refArrays(refs []VariableRef) []any {
 	vid := make([]string, len(refs))
 	vlabel := make([]string, len(refs))
