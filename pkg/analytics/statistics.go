@@ -1,7 +1,3 @@
-// Package analytics turns the bodies of the analytics endpoints (E7–E9) into validated
-// query compiler requests and shapes the rows the compiled statements return into the
-// answers of API.md. It knows neither HTTP nor the database, so the handlers and
-// `sensorapi compile` share it.
 package analytics
 
 import (

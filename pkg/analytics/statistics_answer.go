@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"math/big"
 	"strconv"
 	"time"
 
@@ -181,27 +180,6 @@ func rounded(x *float64, places *int) *float64 {
 	if x == nil || places == nil {
 		return x
 	}
-	r := RoundHalfAwayFromZero(*x, *places)
+	r := Round(*x, *places)
 	return &r
-}
-
-// RoundHalfAwayFromZero rounds x to places decimals, halves away from zero, on the
-// shortest decimal that reads back as x (what a client sees), so 2.675 rounds to 2.68
-// although its binary value lies just below 2.675.
-func RoundHalfAwayFromZero(x float64, places int) float64 {
-	d, ok := new(big.Rat).SetString(strconv.FormatFloat(x, 'g', -1, 64))
-	if !ok { // NaN or ±Inf: nothing to round
-		return x
-	}
-	scale := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(places)), nil)
-	d.Mul(d, new(big.Rat).SetInt(scale))
-	// |d| + 1/2, truncated: half away from zero on the magnitude
-	num := new(big.Int).Abs(d.Num())
-	num.Mul(num, big.NewInt(2)).Add(num, d.Denom())
-	q := num.Quo(num, new(big.Int).Mul(d.Denom(), big.NewInt(2)))
-	if d.Sign() < 0 {
-		q.Neg(q)
-	}
-	f, _ := new(big.Rat).SetFrac(q, scale).Float64()
-	return f
 }
