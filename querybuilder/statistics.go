@@ -45,10 +45,11 @@ type StatisticsRequest struct {
 // Result columns of the statistics statement, one row per requested variable in
 // request order (ord is 1-based). The device_* and variable_* columns are NULL when the
 // reference matched nothing in the account; the aggregate columns exist only for the
-// aggregations requested (plus n, always).
+// aggregations requested.
 const (
-	ColOrd = "ord"
-	ColN   = "n" // count(*): tells an empty range apart, whatever was requested
+	ColOrd     = "ord"
+	ColHasData = "has_data" // the range holds at least one value
+	ColN       = "n"        // count(*), present whenever the rows are scanned
 )
 
 // aggColumns is the SQL each aggregation adds to the per-variable aggregate and the
@@ -112,67 +113,110 @@ const resolveJoin = `LEFT JOIN LATERAL (
 ) v ON true`
 
 // Statistics compiles an E7 request into one statement: per reference, the variable
-// lookup above, then one aggregate over its rows in [Start, End], read through the
-// (variable_id, ts) index as one range scan. Only requested aggregations appear in it.
+// lookup above, then its rows in [Start, End] read through the (variable_id, ts)
+// index. Only requested aggregations appear in it: first and last alone are two
+// LIMIT 1 index probes; anything else is one aggregate over one index range scan.
 func Statistics(r StatisticsRequest) (Query, error) {
 	if len(r.Variables) == 0 {
 		return Query{}, fmt.Errorf("statistics: no variables")
 	}
-	aggs, outCols, err := statisticsColumns(r.Aggregations)
+	aggs, err := distinctAggregations(r.Aggregations)
 	if err != nil {
 		return Query{}, err
 	}
-	sqlStr, args, err := psql.Select(strings.Join(outCols, ",\n       ")).
+	b := psql.Select().
 		Prefix(reqCTE, refArrays(r.Variables)...).
 		From("req r").
-		JoinClause(resolveJoin, r.AccountID, r.AccountID, r.AccountID).
-		JoinClause(sq.Expr("LEFT JOIN LATERAL (\n    SELECT "+strings.Join(aggs, ",\n           ")+`
-    FROM "values" x
-    WHERE x.variable_id = v.id AND x.ts BETWEEN ? AND ?
-) s ON true`, r.Start.UTC(), r.End.UTC())).
-		OrderBy("r.ord").
-		ToSql()
+		JoinClause(resolveJoin, r.AccountID, r.AccountID, r.AccountID)
+	var cols []string
+	if endsOnly(aggs) {
+		b, cols = endpointProbes(b, aggs, r.Start.UTC(), r.End.UTC())
+	} else {
+		b, cols = aggregateScan(b, aggs, r.Start.UTC(), r.End.UTC())
+	}
+	cols = append(append([]string{}, identityColumns...), cols...)
+	sqlStr, args, err := b.Columns(strings.Join(cols, ",\n       ")).OrderBy("r.ord").ToSql()
 	if err != nil {
 		return Query{}, fmt.Errorf("statistics: build: %w", err)
 	}
 	return Query{SQL: sqlStr, Args: args}, nil
 }
 
-// statisticsColumns returns the aggregate expressions computed per variable and the
-// output columns of the statement, for the requested aggregations only.
-func statisticsColumns(requested []string) (aggs, out []string, err error) {
-	aggs = []string{"count(*) AS " + ColN}
-	out = []string{"r.ord AS " + ColOrd,
-		"v.public_id AS variable_id", "v.label AS variable_label", "v.name AS variable_name", "v.created_at AS variable_created_at",
-		"v.device_public_id AS device_id", "v.device_label", "v.device_name", "v.device_created_at",
-		"s." + ColN}
-	var fractions, pctCols []string
+// identityColumns name the entry and what its reference resolved to (NULLs: not found).
+var identityColumns = []string{"r.ord AS " + ColOrd,
+	"v.public_id AS variable_id", "v.label AS variable_label", "v.name AS variable_name", "v.created_at AS variable_created_at",
+	"v.device_public_id AS device_id", "v.device_label", "v.device_name", "v.device_created_at"}
+
+func distinctAggregations(requested []string) ([]string, error) {
+	var aggs []string
 	seen := map[string]bool{}
 	for _, a := range requested {
-		if seen[a] {
-			continue
+		if !IsAggregation(a) {
+			return nil, fmt.Errorf("statistics: unknown aggregation %q", a)
 		}
-		seen[a] = true
+		if !seen[a] {
+			seen[a] = true
+			aggs = append(aggs, a)
+		}
+	}
+	return aggs, nil
+}
+
+// endsOnly tells whether only first and/or last are asked: they need no scan at all.
+func endsOnly(aggs []string) bool {
+	for _, a := range aggs {
+		if a != AggFirst && a != AggLast {
+			return false
+		}
+	}
+	return len(aggs) > 0
+}
+
+// endpointProbes answers first/last with one LIMIT 1 probe each at an end of the
+// index range (TimescaleDB's ordered ChunkAppend then opens one chunk, not all).
+func endpointProbes(b sq.SelectBuilder, aggs []string, start, end time.Time) (sq.SelectBuilder, []string) {
+	var cols, found []string
+	for _, a := range aggs {
+		order := map[string]string{AggFirst: "x.ts", AggLast: "x.ts DESC"}[a]
+		alias := a[:1] // f, l
+		cols = append(cols, fmt.Sprintf("%s.value AS %s_value", alias, a), fmt.Sprintf("%s.ts AS %s_ts", alias, a))
+		b = b.JoinClause(sq.Expr(`LEFT JOIN LATERAL (
+    SELECT x.value, x.ts
+    FROM "values" x
+    WHERE x.variable_id = v.id AND x.ts BETWEEN ? AND ?
+    ORDER BY `+order+`
+    LIMIT 1
+) `+alias+` ON true`, start, end))
+		found = append(found, alias+".ts IS NOT NULL")
+	}
+	return b, append(cols, strings.Join(found, " OR ")+" AS "+ColHasData)
+}
+
+// aggregateScan computes every requested aggregation in one pass over the range.
+func aggregateScan(b sq.SelectBuilder, aggs []string, start, end time.Time) (sq.SelectBuilder, []string) {
+	exprs := []string{"count(*) AS " + ColN}
+	out := []string{"s.n > 0 AS " + ColHasData, "s." + ColN}
+	var fractions, pctCols []string
+	for _, a := range aggs {
 		if f, ok := percentiles[a]; ok {
 			fractions = append(fractions, f)
 			pctCols = append(pctCols, fmt.Sprintf("s.pct[%d] AS %s_value", len(fractions), a))
 			continue
 		}
-		cols, ok := aggColumns[a]
-		if !ok {
-			return nil, nil, fmt.Errorf("statistics: unknown aggregation %q", a)
-		}
-		for _, c := range cols {
-			aggs = append(aggs, c)
+		for _, c := range aggColumns[a] {
+			exprs = append(exprs, c)
 			out = append(out, "s."+c[strings.LastIndex(c, " ")+1:])
 		}
 	}
 	if len(fractions) > 0 {
 		// one ordered-set aggregate: a single sort answers every requested fraction
-		aggs = append(aggs, "percentile_cont(ARRAY["+strings.Join(fractions, ", ")+"]::float8[]) WITHIN GROUP (ORDER BY x.value) AS pct")
+		exprs = append(exprs, "percentile_cont(ARRAY["+strings.Join(fractions, ", ")+"]::float8[]) WITHIN GROUP (ORDER BY x.value) AS pct")
 		out = append(out, pctCols...)
 	}
-	return aggs, out, nil
+	return b.JoinClause(sq.Expr("LEFT JOIN LATERAL (\n    SELECT "+strings.Join(exprs, ",\n           ")+`
+    FROM "values" x
+    WHERE x.variable_id = v.id AND x.ts BETWEEN ? AND ?
+) s ON true`, start, end)), out
 }
 
 // refArrays turns the references into four parallel text arrays (an empty string

@@ -2,6 +2,7 @@ package querybuilder
 
 import (
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -91,11 +92,32 @@ func TestStatisticsCostsOnlyWhatIsAsked(t *testing.T) {
 		if got := strings.Contains(q.SQL, "percentile_cont"); got != tc.sort {
 			t.Errorf("%v: percentile_cont present = %v", tc.aggs, got)
 		}
-		if got := strings.Contains(q.SQL, "x.ts)") || strings.Contains(q.SQL, "(x.ts"); got != tc.timeLookup {
+		if got := timeLookup.MatchString(q.SQL); got != tc.timeLookup {
 			t.Errorf("%v: timestamp lookups present = %v", tc.aggs, got)
 		}
 		if n := strings.Count(q.SQL, "percentile_cont"); n > 1 {
 			t.Errorf("%v: %d percentile_cont calls, want one sort", tc.aggs, n)
+		}
+	}
+}
+
+// timeLookup matches whatever finds the time of a value: TimescaleDB's first/last,
+// the (value, ts) ordering of min/max, min/max of ts, or an index probe.
+var timeLookup = regexp.MustCompile(`first\(|last\(|ROW\(|\(x\.ts\)|ORDER BY x\.ts`)
+
+// TestStatisticsEndsOnlyProbe: first and last alone are LIMIT 1 probes at the ends of
+// the index range, never a scan of every row in it.
+func TestStatisticsEndsOnlyProbe(t *testing.T) {
+	for _, aggs := range [][]string{{AggFirst}, {AggLast}, {AggLast, AggFirst}} {
+		q, err := Statistics(statsRequest(aggs))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(q.SQL, "count(*)") || strings.Count(q.SQL, "LIMIT 1") != len(aggs) {
+			t.Errorf("%v compiles to a scan:\n%s", aggs, q.SQL)
+		}
+		if n := len(q.Args); n != 7+2*len(aggs) {
+			t.Errorf("%v: %d args, want the range once per probe", aggs, n)
 		}
 	}
 }

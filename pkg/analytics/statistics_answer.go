@@ -24,6 +24,7 @@ type StatisticsRow struct {
 	DeviceLabel       *string    `bun:"device_label"`
 	DeviceName        *string    `bun:"device_name"`
 	DeviceCreatedAt   *time.Time `bun:"device_created_at"`
+	HasData           bool       `bun:"has_data"`
 	N                 int64      `bun:"n"`
 	FirstValue        *float64   `bun:"first_value"`
 	FirstTS           *time.Time `bun:"first_ts"`
@@ -102,7 +103,7 @@ func ShapeStatistics(rows []StatisticsRow, opts StatisticsOptions, places *int, 
 // aggregates is the entry's results object: one key per requested aggregation, or
 // none when the range holds no data.
 func (r StatisticsRow) aggregates(names []string, places *int) aggregateValues {
-	if r.N == 0 {
+	if !r.HasData {
 		return nil
 	}
 	vals := make(aggregateValues, 0, len(names))

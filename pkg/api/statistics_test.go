@@ -202,6 +202,28 @@ func TestStatisticsAggregations(t *testing.T) {
 	}
 }
 
+// TestStatisticsFirstLast covers the probe-only statement that first/last alone compile to.
+func TestStatisticsFirstLast(t *testing.T) {
+	c := env.Client(t)
+	pts := irregularSeries(5, 300)
+	s := env.Seed(t, env.AdminToken, unique("stats-ends"), "v", pts)
+	one := []any{statsBody{"variable": s.VariableID}, statsBody{"variable": "0123456789abcdef01234567"}}
+	for _, rng := range [][2]int64{{pts[17].TS, pts[250].TS}, {pts[17].TS + 1, pts[250].TS - 1}, {0, t0 + 1e10}} {
+		ans := postStats(t, c, statsBody{"start": rng[0], "end": rng[1], "variables": one, "aggregations": []string{"last", "first"}})
+		got := entry(t, ans, 0)["results"].(map[string]any)
+		ref := referenceStats(pts, rng[0], rng[1])
+		checkAgg(t, got, "first", ref.first.Value, &ref.first.TS)
+		checkAgg(t, got, "last", ref.last.Value, &ref.last.TS)
+		if len(got) != 2 || entry(t, ans, 1)["code"] != float64(404) {
+			t.Errorf("answer %v", ans)
+		}
+	}
+	r := c.Post(statsPath, statsBody{"start": pts[3].TS + 1, "end": pts[4].TS - 1, "variables": one[:1], "aggregations": []string{"first"}})
+	if !strings.Contains(string(r.Body), `"results":{},"code":200`) {
+		t.Errorf("empty range: %s", r.Body)
+	}
+}
+
 func TestStatisticsTiesTakeTheEarliestTimestamp(t *testing.T) {
 	dev := unique("stats-ties")
 	pts := []testenv.Point{{TS: t0 + 50, Value: 3}, {TS: t0 + 10, Value: 1}, {TS: t0 + 30, Value: 1},

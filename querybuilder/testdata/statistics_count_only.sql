@@ -11,6 +11,7 @@ WITH req AS (
        v.device_label,
        v.device_name,
        v.device_created_at,
+       s.n > 0 AS has_data,
        s.n FROM req r LEFT JOIN LATERAL (
     SELECT v.id, v.public_id, v.label, v.name, v.created_at,
            d.public_id AS device_public_id, d.label AS device_label, d.name AS device_name, d.created_at AS device_created_at

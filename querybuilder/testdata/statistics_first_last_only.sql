@@ -11,11 +11,11 @@ WITH req AS (
        v.device_label,
        v.device_name,
        v.device_created_at,
-       s.n,
-       s.first_value,
-       s.first_ts,
-       s.last_value,
-       s.last_ts FROM req r LEFT JOIN LATERAL (
+       f.value AS first_value,
+       f.ts AS first_ts,
+       l.value AS last_value,
+       l.ts AS last_ts,
+       f.ts IS NOT NULL OR l.ts IS NOT NULL AS has_data FROM req r LEFT JOIN LATERAL (
     SELECT v.id, v.public_id, v.label, v.name, v.created_at,
            d.public_id AS device_public_id, d.label AS device_label, d.name AS device_name, d.created_at AS device_created_at
     FROM variables v JOIN devices d ON d.id = v.device_id
@@ -33,11 +33,15 @@ WITH req AS (
     FROM devices d JOIN variables v ON v.device_id = d.id AND v.label = r.variable_label
     WHERE d.account_id = ? AND r.variable_id = '' AND d.label = r.device_label
 ) v ON true LEFT JOIN LATERAL (
-    SELECT count(*) AS n,
-           first(x.value, x.ts) AS first_value,
-           min(x.ts) AS first_ts,
-           last(x.value, x.ts) AS last_value,
-           max(x.ts) AS last_ts
+    SELECT x.value, x.ts
     FROM "values" x
     WHERE x.variable_id = v.id AND x.ts BETWEEN ? AND ?
-) s ON true ORDER BY r.ord
+    ORDER BY x.ts
+    LIMIT 1
+) f ON true LEFT JOIN LATERAL (
+    SELECT x.value, x.ts
+    FROM "values" x
+    WHERE x.variable_id = v.id AND x.ts BETWEEN ? AND ?
+    ORDER BY x.ts DESC
+    LIMIT 1
+) l ON true ORDER BY r.ord

@@ -11,6 +11,7 @@ WITH req AS (
        v.device_label,
        v.device_name,
        v.device_created_at,
+       s.n > 0 AS has_data,
        s.n,
        s.min_value,
        s.min_ts,

@@ -11,6 +11,7 @@ WITH req AS (
        v.device_label,
        v.device_name,
        v.device_created_at,
+       s.n > 0 AS has_data,
        s.n,
        s.pct[1] AS p75_value,
        s.pct[2] AS p25_value FROM req r LEFT JOIN LATERAL (
