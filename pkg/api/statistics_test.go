@@ -467,7 +467,10 @@ func TestStatisticsAuthentication(t *testing.T) {
 
 func TestStatisticsExplain(t *testing.T) {
 	c := env.Client(t)
-	s := env.Seed(t, env.AdminToken, unique("stats-explain"), "v", irregularSeries(4, 50))
+	dev := unique("stats-explain")
+	s := env.Seed(t, env.AdminToken, dev, "v", irregularSeries(4, 50))
+	// a busy neighbour in the same chunks: reading them whole would be the wrong plan
+	env.Seed(t, env.AdminToken, dev, "noise", irregularSeries(6, 5000))
 	body := statsBody{"start": t0, "end": t0 + 1e9, "aggregations": []string{"mean", "p50"},
 		"variables": []any{statsBody{"variable": s.VariableID}, statsBody{"variable": "~v", "device": "~none"}}}
 
