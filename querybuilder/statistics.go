@@ -2,6 +2,7 @@ package querybuilder
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -72,14 +73,7 @@ var aggColumns = map[string][]string{
 var percentiles = map[string]string{AggP25: "0.25", AggP50: "0.5", AggP75: "0.75"}
 
 // IsAggregation tells whether name is a known statistics aggregation.
-func IsAggregation(name string) bool {
-	for _, a := range Aggregations {
-		if a == name {
-			return true
-		}
-	}
-	return false
-}
+func IsAggregation(name string) bool { return slices.Contains(Aggregations, name) }
 
 // reqCTE lists the references with their position, so that every entry yields a row
 // (found or not) and the answer keeps request order.
