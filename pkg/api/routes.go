@@ -10,4 +10,6 @@ func (s *Server) routes(v2, v16 *gin.RouterGroup) {
 }
 
 // statisticsRoutes registers E7 on its own group (detail-only 401 bodies).
-func (s *Server) statisticsRoutes(g *gin.RouterGroup) {}
+func (s *Server) statisticsRoutes(g *gin.RouterGroup) {
+	g.POST("", wrap(s.statistics))
+}

@@ -1,0 +1,227 @@
+package querybuilder
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	sq "github.com/Masterminds/squirrel"
+)
+
+// The aggregations of the statistics endpoint (API.md §7), in canonical order.
+const (
+	AggFirst = "first"
+	AggLast  = "last"
+	AggMin   = "min"
+	AggMax   = "max"
+	AggCount = "count"
+	AggSum   = "sum"
+	AggMean  = "mean"
+	AggStd   = "std"
+	AggP25   = "p25"
+	AggP50   = "p50"
+	AggP75   = "p75"
+)
+
+// Aggregations lists every aggregation in canonical order (the default of a request).
+var Aggregations = []string{AggFirst, AggLast, AggMin, AggMax, AggCount, AggSum, AggMean, AggStd, AggP25, AggP50, AggP75}
+
+// VariableRef names one requested variable as the client did: by public id, or by
+// label within a device named by public id or label. Empty strings are "not given";
+// keys that can match nothing are passed through and simply find no row.
+type VariableRef struct {
+	VariableID, VariableLabel string
+	DeviceID, DeviceLabel     string
+}
+
+// StatisticsRequest is a validated E7 request. Start and End are inclusive.
+type StatisticsRequest struct {
+	AccountID    int64
+	Start, End   time.Time
+	Variables    []VariableRef
+	Aggregations []string
+}
+
+// Result columns of the statistics statement, one row per requested variable in
+// request order (ord is 1-based). The device_* and variable_* columns are NULL when the
+// reference matched nothing in the account; the aggregate columns exist only for the
+// aggregations requested.
+const (
+	ColOrd     = "ord"
+	ColHasData = "has_data" // the range holds at least one value
+	ColN       = "n"        // count(*), present whenever the rows are scanned
+)
+
+// aggColumns is the SQL each aggregation adds to the per-variable aggregate and the
+// output columns it yields. Timestamps come from the same single pass over the rows:
+// min(ts)/max(ts) are the first/last times (ts is unique per variable); min/max take
+// the time of the earliest row holding the extreme value by ordering rows on
+// (value, ts) and (-value, ts) with TimescaleDB's first().
+var aggColumns = map[string][]string{
+	AggFirst: {"first(x.value, x.ts) AS first_value", "min(x.ts) AS first_ts"},
+	AggLast:  {"last(x.value, x.ts) AS last_value", "max(x.ts) AS last_ts"},
+	AggMin:   {"min(x.value) AS min_value", "first(x.ts, ROW(x.value, x.ts)) AS min_ts"},
+	AggMax:   {"max(x.value) AS max_value", "first(x.ts, ROW(-x.value, x.ts)) AS max_ts"},
+	AggCount: {},
+	AggSum:   {"sum(x.value) AS sum_value"},
+	AggMean:  {"avg(x.value) AS mean_value"},
+	AggStd:   {"stddev_samp(x.value) AS std_value"},
+}
+
+// percentiles maps each percentile aggregation to its fraction for percentile_cont.
+var percentiles = map[string]string{AggP25: "0.25", AggP50: "0.5", AggP75: "0.75"}
+
+// IsAggregation tells whether name is a known statistics aggregation.
+func IsAggregation(name string) bool { return slices.Contains(Aggregations, name) }
+
+// reqCTE lists the references with their position, so that every entry yields a row
+// (found or not) and the answer keeps request order.
+const reqCTE = `WITH req AS (
+    SELECT *
+    FROM unnest(?::text[], ?::text[], ?::text[], ?::text[]) WITH ORDINALITY
+        AS r(variable_id, variable_label, device_id, device_label, ord)
+)`
+
+// resolveJoin finds each reference's variable and device within the account. Each
+// branch is one unique-index lookup (variables.public_id; devices.public_id or
+// (account_id, label), then variables (device_id, label)); the branches exclude each
+// other, so at most one row comes back and a miss leaves NULLs (a per-entry 404).
+const resolveJoin = `LEFT JOIN LATERAL (
+    SELECT v.id, v.public_id, v.label, v.name, v.created_at,
+           d.public_id AS device_public_id, d.label AS device_label, d.name AS device_name, d.created_at AS device_created_at
+    FROM variables v JOIN devices d ON d.id = v.device_id
+    WHERE v.account_id = ? AND v.public_id = r.variable_id
+      AND (r.device_id = '' OR d.public_id = r.device_id)
+      AND (r.device_label = '' OR d.label = r.device_label)
+    UNION ALL
+    SELECT v.id, v.public_id, v.label, v.name, v.created_at,
+           d.public_id, d.label, d.name, d.created_at
+    FROM devices d JOIN variables v ON v.device_id = d.id AND v.label = r.variable_label
+    WHERE d.account_id = ? AND r.variable_id = '' AND d.public_id = r.device_id
+    UNION ALL
+    SELECT v.id, v.public_id, v.label, v.name, v.created_at,
+           d.public_id, d.label, d.name, d.created_at
+    FROM devices d JOIN variables v ON v.device_id = d.id AND v.label = r.variable_label
+    WHERE d.account_id = ? AND r.variable_id = '' AND d.label = r.device_label
+) v ON true`
+
+// Statistics compiles an E7 request into one statement: per reference, the variable
+// lookup above, then its rows in [Start, End] read through the (variable_id, ts)
+// index. Only requested aggregations appear in it: first and last alone are two
+// LIMIT 1 index probes; anything else is one aggregate over one index range scan.
+func Statistics(r StatisticsRequest) (Query, error) {
+	if len(r.Variables) == 0 {
+		return Query{}, fmt.Errorf("statistics: no variables")
+	}
+	aggs, err := distinctAggregations(r.Aggregations)
+	if err != nil {
+		return Query{}, err
+	}
+	b := psql.Select().
+		Prefix(reqCTE, refArrays(r.Variables)...).
+		From("req r").
+		JoinClause(resolveJoin, r.AccountID, r.AccountID, r.AccountID)
+	var cols []string
+	if endsOnly(aggs) {
+		b, cols = endpointProbes(b, aggs, r.Start.UTC(), r.End.UTC())
+	} else {
+		b, cols = aggregateScan(b, aggs, r.Start.UTC(), r.End.UTC())
+	}
+	cols = append(append([]string{}, identityColumns...), cols...)
+	sqlStr, args, err := b.Columns(strings.Join(cols, ",\n       ")).OrderBy("r.ord").ToSql()
+	if err != nil {
+		return Query{}, fmt.Errorf("statistics: build: %w", err)
+	}
+	return Query{SQL: sqlStr, Args: args}, nil
+}
+
+// identityColumns name the entry and what its reference resolved to (NULLs: not found).
+var identityColumns = []string{"r.ord AS " + ColOrd,
+	"v.public_id AS variable_id", "v.label AS variable_label", "v.name AS variable_name", "v.created_at AS variable_created_at",
+	"v.device_public_id AS device_id", "v.device_label", "v.device_name", "v.device_created_at"}
+
+func distinctAggregations(requested []string) ([]string, error) {
+	var aggs []string
+	seen := map[string]bool{}
+	for _, a := range requested {
+		if !IsAggregation(a) {
+			return nil, fmt.Errorf("statistics: unknown aggregation %q", a)
+		}
+		if !seen[a] {
+			seen[a] = true
+			aggs = append(aggs, a)
+		}
+	}
+	return aggs, nil
+}
+
+// endsOnly tells whether only first and/or last are asked: they need no scan at all.
+func endsOnly(aggs []string) bool {
+	for _, a := range aggs {
+		if a != AggFirst && a != AggLast {
+			return false
+		}
+	}
+	return len(aggs) > 0
+}
+
+// endpointProbes answers first/last with one LIMIT 1 probe each at an end of the
+// index range (TimescaleDB's ordered ChunkAppend then opens one chunk, not all).
+func endpointProbes(b sq.SelectBuilder, aggs []string, start, end time.Time) (sq.SelectBuilder, []string) {
+	var cols, found []string
+	for _, a := range aggs {
+		order := map[string]string{AggFirst: "x.ts", AggLast: "x.ts DESC"}[a]
+		alias := a[:1] // f, l
+		cols = append(cols, fmt.Sprintf("%s.value AS %s_value", alias, a), fmt.Sprintf("%s.ts AS %s_ts", alias, a))
+		b = b.JoinClause(sq.Expr(`LEFT JOIN LATERAL (
+    SELECT x.value, x.ts
+    FROM "values" x
+    WHERE x.variable_id = v.id AND x.ts BETWEEN ? AND ?
+    ORDER BY `+order+`
+    LIMIT 1
+) `+alias+` ON true`, start, end))
+		found = append(found, alias+".ts IS NOT NULL")
+	}
+	return b, append(cols, strings.Join(found, " OR ")+" AS "+ColHasData)
+}
+
+// aggregateScan computes every requested aggregation in one pass over the range.
+func aggregateScan(b sq.SelectBuilder, aggs []string, start, end time.Time) (sq.SelectBuilder, []string) {
+	exprs := []string{"count(*) AS " + ColN}
+	out := []string{"s.n > 0 AS " + ColHasData, "s." + ColN}
+	var fractions, pctCols []string
+	for _, a := range aggs {
+		if f, ok := percentiles[a]; ok {
+			fractions = append(fractions, f)
+			pctCols = append(pctCols, fmt.Sprintf("s.pct[%d] AS %s_value", len(fractions), a))
+			continue
+		}
+		for _, c := range aggColumns[a] {
+			exprs = append(exprs, c)
+			out = append(out, "s."+c[strings.LastIndex(c, " ")+1:])
+		}
+	}
+	if len(fractions) > 0 {
+		// one ordered-set aggregate: a single sort answers every requested fraction
+		exprs = append(exprs, "percentile_cont(ARRAY["+strings.Join(fractions, ", ")+"]::float8[]) WITHIN GROUP (ORDER BY x.value) AS pct")
+		out = append(out, pctCols...)
+	}
+	return b.JoinClause(sq.Expr("LEFT JOIN LATERAL (\n    SELECT "+strings.Join(exprs, ",\n           ")+`
+    FROM "values" x
+    WHERE x.variable_id = v.id AND x.ts BETWEEN ? AND ?
+) s ON true`, start, end)), out
+}
+
+// refArrays turns the references into four parallel text arrays (an empty string
+// means not given).
+func refArrays(refs []VariableRef) []any {
+	vid := make([]string, len(refs))
+	vlabel := make([]string, len(refs))
+	did := make([]string, len(refs))
+	dlabel := make([]string, len(refs))
+	for i, r := range refs {
+		vid[i], vlabel[i], did[i], dlabel[i] = r.VariableID, r.VariableLabel, r.DeviceID, r.DeviceLabel
+	}
+	return []any{vid, vlabel, did, dlabel}
+}

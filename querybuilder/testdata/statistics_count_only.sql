@@ -1,0 +1,36 @@
+WITH req AS (
+    SELECT *
+    FROM unnest(?::text[], ?::text[], ?::text[], ?::text[]) WITH ORDINALITY
+        AS r(variable_id, variable_label, device_id, device_label, ord)
+) SELECT r.ord AS ord,
+       v.public_id AS variable_id,
+       v.label AS variable_label,
+       v.name AS variable_name,
+       v.created_at AS variable_created_at,
+       v.device_public_id AS device_id,
+       v.device_label,
+       v.device_name,
+       v.device_created_at,
+       s.n > 0 AS has_data,
+       s.n FROM req r LEFT JOIN LATERAL (
+    SELECT v.id, v.public_id, v.label, v.name, v.created_at,
+           d.public_id AS device_public_id, d.label AS device_label, d.name AS device_name, d.created_at AS device_created_at
+    FROM variables v JOIN devices d ON d.id = v.device_id
+    WHERE v.account_id = ? AND v.public_id = r.variable_id
+      AND (r.device_id = '' OR d.public_id = r.device_id)
+      AND (r.device_label = '' OR d.label = r.device_label)
+    UNION ALL
+    SELECT v.id, v.public_id, v.label, v.name, v.created_at,
+           d.public_id, d.label, d.name, d.created_at
+    FROM devices d JOIN variables v ON v.device_id = d.id AND v.label = r.variable_label
+    WHERE d.account_id = ? AND r.variable_id = '' AND d.public_id = r.device_id
+    UNION ALL
+    SELECT v.id, v.public_id, v.label, v.name, v.created_at,
+           d.public_id, d.label, d.name, d.created_at
+    FROM devices d JOIN variables v ON v.device_id = d.id AND v.label = r.variable_label
+    WHERE d.account_id = ? AND r.variable_id = '' AND d.label = r.device_label
+) v ON true LEFT JOIN LATERAL (
+    SELECT count(*) AS n
+    FROM "values" x
+    WHERE x.variable_id = v.id AND x.ts BETWEEN ? AND ?
+) s ON true ORDER BY r.ord
