@@ -1,0 +1,129 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/gin-gonic/gin"
+	"github.com/uptrace/bun"
+
+	"github.com/sensordata/sensorapi/pkg/apierr"
+	"github.com/sensordata/sensorapi/pkg/store"
+	"github.com/sensordata/sensorapi/pkg/validate"
+)
+
+// assignment is one item of an assign_organizations body, labels normalized.
+type assignment struct{ org, role string }
+
+// assignOrganizations puts the User in each Organization with the Role given, or
+// changes its Role there: [{"label": ORG_LABEL, "role": ROLE_LABEL}] → the User.
+func (s *Server) assignOrganizations(c *gin.Context) error {
+	u, err := s.findUser(c)
+	if err != nil {
+		return err
+	}
+	body, err := readJSON(c)
+	if err != nil {
+		return err
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(body, &items); err != nil || items == nil {
+		return apierr.ParseError("expected a JSON array")
+	}
+	errs := apierr.Fields{}
+	wanted := readAssignments(items, errs)
+	if err := errs.Err(); err != nil {
+		return err
+	}
+	as, err := s.resolveAssignments(c, account(c).ID, wanted, errs)
+	if err != nil {
+		return err
+	}
+	if err := errs.Err(); err != nil {
+		return err
+	}
+	err = s.DB.RunInTx(c, nil, func(ctx context.Context, tx bun.Tx) error {
+		if err := store.AssignOrganizations(ctx, tx, u.ID, as); err != nil {
+			return err
+		}
+		return store.UpdateUser(ctx, tx, u, nil)
+	})
+	if err != nil {
+		return err
+	}
+	c.JSON(http.StatusOK, u.Response(s.baseURL(c)))
+	return nil
+}
+
+// readAssignments validates the shape of each item; messages name "N.label", "N.role".
+func readAssignments(items []json.RawMessage, errs apierr.Fields) []assignment {
+	out := make([]assignment, len(items))
+	for i, it := range items {
+		var m map[string]json.RawMessage
+		if json.Unmarshal(it, &m) != nil || m == nil {
+			errs.Add(strconv.Itoa(i), validate.MsgObject)
+			continue
+		}
+		o := validate.NewObject(m, errs, strconv.Itoa(i)+".")
+		o.Require("label", "role")
+		out[i].org = readLabel(o, "label")
+		out[i].role = readLabel(o, "role")
+	}
+	return out
+}
+
+func readLabel(o *validate.Object, name string) string {
+	v, ok := o.String(name, 0)
+	if !ok {
+		return ""
+	}
+	l, valid := validate.Label(v)
+	if !valid {
+		o.Fail(name, validate.MsgLabel)
+		return ""
+	}
+	return l
+}
+
+// resolveAssignments maps labels to the account's rows; an unknown one is a message on
+// its item. A later item for the same Organization wins.
+func (s *Server) resolveAssignments(ctx context.Context, accountID int64, wanted []assignment,
+	errs apierr.Fields) ([]store.Assignment, error) {
+	var orgLabels, roleLabels []string
+	for _, w := range wanted {
+		orgLabels, roleLabels = append(orgLabels, w.org), append(roleLabels, w.role)
+	}
+	orgs, err := store.IDsByLabel(ctx, s.DB, "organizations", accountID, orgLabels)
+	if err != nil {
+		return nil, err
+	}
+	roles, err := store.IDsByLabel(ctx, s.DB, "roles", accountID, roleLabels)
+	if err != nil {
+		return nil, err
+	}
+	index := map[int64]int{}
+	var out []store.Assignment
+	for i, w := range wanted {
+		orgID, okOrg := orgs[w.org]
+		roleID, okRole := roles[w.role]
+		if !okOrg {
+			errs.Add(fmt.Sprintf("%d.label", i), fmt.Sprintf("Organization '%s' was not found.", w.org))
+		}
+		if !okRole {
+			errs.Add(fmt.Sprintf("%d.role", i), fmt.Sprintf("Role '%s' was not found.", w.role))
+		}
+		if !okOrg || !okRole {
+			continue
+		}
+		if j, seen := index[orgID]; seen {
+			out[j].RoleID = roleID
+			continue
+		}
+		index[orgID] = len(out)
+		out = append(out, store.Assignment{OrganizationID: orgID, RoleID: roleID})
+	}
+	return out, nil
+}
