@@ -89,7 +89,7 @@ func readLabel(o *validate.Object, name string) string {
 }
 
 // resolveAssignments maps labels to the account's rows; an unknown one is a message on
-// its item. A later item for the same Organization wins.
+// its item. Assignments apply in order, so a later item for the same Organization wins.
 func (s *Server) resolveAssignments(ctx context.Context, accountID int64, wanted []assignment,
 	errs apierr.Fields) ([]store.Assignment, error) {
 	var orgLabels, roleLabels []string
@@ -104,7 +104,6 @@ func (s *Server) resolveAssignments(ctx context.Context, accountID int64, wanted
 	if err != nil {
 		return nil, err
 	}
-	index := map[int64]int{}
 	var out []store.Assignment
 	for i, w := range wanted {
 		orgID, okOrg := orgs[w.org]
@@ -118,11 +117,6 @@ func (s *Server) resolveAssignments(ctx context.Context, accountID int64, wanted
 		if !okOrg || !okRole {
 			continue
 		}
-		if j, seen := index[orgID]; seen {
-			out[j].RoleID = roleID
-			continue
-		}
-		index[orgID] = len(out)
 		out = append(out, store.Assignment{OrganizationID: orgID, RoleID: roleID})
 	}
 	return out, nil
