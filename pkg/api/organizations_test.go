@@ -288,3 +288,38 @@ func TestAssignOrganizations(t *testing.T) {
 		wantNotFound(t, c.Post("/api/v2.0/users/~nobody_at_all/_/assign_organizations", []any{}))
 	})
 }
+
+func TestRemoveOrganizations(t *testing.T) {
+	c := accountClient(t)
+	for _, l := range []string{"one", "two", "three"} {
+		createOrganization(t, c, map[string]any{"label": l})
+	}
+	u := createUser(t, c, nil)
+	base := "/api/v2.0/users/~" + u["username"].(string) + "/_/"
+	wantStatus(t, c.Post(base+"assign_organizations", []any{map[string]any{"label": "one", "role": "admin"},
+		map[string]any{"label": "two", "role": "viewer"}}), http.StatusOK)
+
+	labels := func(r testenv.Response) []string {
+		t.Helper()
+		wantStatus(t, r, http.StatusOK)
+		var out []string
+		for _, o := range r.Object(t)["organizations"].([]any) {
+			out = append(out, o.(map[string]any)["label"].(string))
+		}
+		return out
+	}
+	// "three" is none of the User's: removing it is no error
+	got := labels(c.Post(base+"remove_organizations", []any{map[string]any{"label": "ONE"}, map[string]any{"label": "three"}}))
+	if !reflect.DeepEqual(got, []string{"two"}) {
+		t.Fatalf("organizations %v", got)
+	}
+	wantValidation(t, c.Post(base+"remove_organizations", []any{map[string]any{"label": "two"}, map[string]any{"label": "zzz"}}), "1.label")
+	wantValidation(t, c.Post(base+"remove_organizations", []any{map[string]any{}}), "0.label")
+	if got := labels(c.Get("/api/v2.0/users/" + u["id"].(string))); !reflect.DeepEqual(got, []string{"two"}) {
+		t.Fatalf("a refused removal changed the User: %v", got)
+	}
+	if got := labels(c.Post(base+"remove_organizations", []any{map[string]any{"label": "two"}})); got != nil {
+		t.Fatalf("organizations %v", got)
+	}
+	wantNotFound(t, accountClient(t).Post(base+"remove_organizations", []any{}))
+}

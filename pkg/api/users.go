@@ -32,6 +32,7 @@ func (s *Server) userRoutes(v2 *gin.RouterGroup) {
 	v2.PUT("/users/:key", wrap(s.putUser))
 	v2.DELETE("/users/:key", wrap(s.deleteUser))
 	v2.POST("/users/:key/_/assign_organizations", wrap(s.assignOrganizations))
+	v2.POST("/users/:key/_/remove_organizations", wrap(s.removeOrganizations))
 	s.organizationRoutes(v2)
 }
 

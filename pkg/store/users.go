@@ -122,6 +122,23 @@ func AssignOrganizations(ctx context.Context, db bun.IDB, userID int64, as []Ass
 	return nil
 }
 
+// RemoveOrganizations takes the User out of the Organizations (roles are ignored).
+func RemoveOrganizations(ctx context.Context, db bun.IDB, userID int64, as []Assignment) error {
+	if len(as) == 0 {
+		return nil
+	}
+	orgIDs := make([]int64, len(as))
+	for i, a := range as {
+		orgIDs[i] = a.OrganizationID
+	}
+	_, err := db.NewRaw("DELETE FROM user_organizations WHERE user_id = ? AND organization_id IN (?)",
+		userID, bun.In(orgIDs)).Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("remove organizations: %w", err)
+	}
+	return nil
+}
+
 // loadMemberships fills the Organizations of the users in one query, oldest membership
 // first (the order they were assigned).
 func loadMemberships(ctx context.Context, db bun.IDB, users []*model.User) error {
