@@ -1,6 +1,7 @@
 package api
 
 import (
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -122,7 +123,7 @@ func (s *Server) findOrganization(c *gin.Context) (*model.Organization, error) {
 		return nil, notFound
 	}
 	org, err := store.FindOrganization(c, s.DB, account(c).ID, k)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, sql.ErrNoRows) {
 		return nil, notFound
 	}
 	return org, err
@@ -187,7 +188,7 @@ func (s *Server) getRole(c *gin.Context) error {
 		return notFound
 	}
 	r, err := store.FindRole(c, s.DB, account(c).ID, k)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, sql.ErrNoRows) {
 		return notFound
 	}
 	if err != nil {

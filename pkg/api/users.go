@@ -1,6 +1,7 @@
 package api
 
 import (
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -163,7 +164,7 @@ func (s *Server) findUser(c *gin.Context) (*model.User, error) {
 		k.ID = raw
 	}
 	u, err := store.FindUser(c, s.DB, account(c).ID, k)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, sql.ErrNoRows) {
 		return nil, notFound
 	}
 	return u, err

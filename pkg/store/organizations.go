@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 
@@ -12,9 +11,6 @@ import (
 	"github.com/sensordata/sensorapi/pkg/model"
 	"github.com/sensordata/sensorapi/pkg/validate"
 )
-
-// ErrNotFound means no row of the account has the key.
-var ErrNotFound = errors.New("not found")
 
 // ErrLabelTaken means another Organization of the account has the label.
 var ErrLabelTaken = errors.New("label already used")
@@ -36,14 +32,14 @@ var RoleFields = map[string]Field{
 	"createdAt": {Column: "r.created_at", Kind: Time, Sortable: true},
 }
 
-// isUnique tells whether err violates the named unique constraint or index.
-func isUnique(err error, constraint string) bool {
+// violatesUnique tells whether err violates the named unique constraint or index.
+func violatesUnique(err error, constraint string) bool {
 	var pe *pgconn.PgError
 	return errors.As(err, &pe) && pe.Code == "23505" && pe.ConstraintName == constraint
 }
 
-// whereKey restricts a select to the row of an id or a ~label in the given column.
-func whereKey(sel *bun.SelectQuery, alias, labelColumn string, k validate.Key) *bun.SelectQuery {
+// whereIDOrLabel restricts a select to the row of an id or a ~label in the given column.
+func whereIDOrLabel(sel *bun.SelectQuery, alias, labelColumn string, k validate.Key) *bun.SelectQuery {
 	if k.ID != "" {
 		return sel.Where("?.public_id = ?", bun.Ident(alias), k.ID)
 	}
@@ -53,7 +49,7 @@ func whereKey(sel *bun.SelectQuery, alias, labelColumn string, k validate.Key) *
 // CreateOrganization inserts o and reads back the columns the database fills.
 func CreateOrganization(ctx context.Context, db bun.IDB, o *model.Organization) error {
 	_, err := db.NewInsert().Model(o).Returning("*").Exec(ctx)
-	if isUnique(err, "organizations_account_id_label_key") {
+	if violatesUnique(err, "organizations_account_id_label_key") {
 		return ErrLabelTaken
 	}
 	if err != nil {
@@ -65,12 +61,9 @@ func CreateOrganization(ctx context.Context, db bun.IDB, o *model.Organization) 
 // FindOrganization returns the account's Organization with the key.
 func FindOrganization(ctx context.Context, db bun.IDB, accountID int64, k validate.Key) (*model.Organization, error) {
 	o := new(model.Organization)
-	err := whereKey(db.NewSelect().Model(o).Where("o.account_id = ?", accountID), "o", "label", k).Scan(ctx)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrNotFound
-	}
+	err := whereIDOrLabel(db.NewSelect().Model(o).Where("o.account_id = ?", accountID), "o", "label", k).Scan(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("select organization: %w", err)
+		return nil, fmt.Errorf("select organization: %w", err) // sql.ErrNoRows when there is none
 	}
 	return o, nil
 }
@@ -91,7 +84,7 @@ func UpdateOrganization(ctx context.Context, db bun.IDB, o *model.Organization, 
 		return nil
 	}
 	_, err := db.NewUpdate().Model(o).Column(columns...).WherePK().Returning("*").Exec(ctx)
-	if isUnique(err, "organizations_account_id_label_key") {
+	if violatesUnique(err, "organizations_account_id_label_key") {
 		return ErrLabelTaken
 	}
 	if err != nil {
@@ -121,12 +114,9 @@ func ListRoles(ctx context.Context, db bun.IDB, accountID int64, p ListParams) (
 // FindRole returns the account's Role with the key.
 func FindRole(ctx context.Context, db bun.IDB, accountID int64, k validate.Key) (*model.Role, error) {
 	r := new(model.Role)
-	err := whereKey(db.NewSelect().Model(r).Where("r.account_id = ?", accountID), "r", "label", k).Scan(ctx)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrNotFound
-	}
+	err := whereIDOrLabel(db.NewSelect().Model(r).Where("r.account_id = ?", accountID), "r", "label", k).Scan(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("select role: %w", err)
+		return nil, fmt.Errorf("select role: %w", err) // sql.ErrNoRows when there is none
 	}
 	return r, nil
 }

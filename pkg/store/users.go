@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 
@@ -36,7 +35,7 @@ const usernameIndex = "users_username_key"
 func CreateUser(ctx context.Context, db bun.IDB, u *model.User) error {
 	_, err := db.NewInsert().Model(u).ExcludeColumn("password_updated_at", "created_at", "last_login").
 		Returning("*").Exec(ctx)
-	if isUnique(err, usernameIndex) {
+	if violatesUnique(err, usernameIndex) {
 		return ErrUsernameTaken
 	}
 	if err != nil {
@@ -55,11 +54,8 @@ func FindUser(ctx context.Context, db bun.IDB, accountID int64, k UserKey) (*mod
 		sel = sel.Where("lower(u.username) = lower(?)", k.Username)
 	}
 	err := sel.Scan(ctx)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrNotFound
-	}
 	if err != nil {
-		return nil, fmt.Errorf("select user: %w", err)
+		return nil, fmt.Errorf("select user: %w", err) // sql.ErrNoRows when there is none
 	}
 	if err := loadMemberships(ctx, db, []*model.User{u}); err != nil {
 		return nil, err
@@ -88,7 +84,7 @@ func ListUsers(ctx context.Context, db bun.IDB, accountID int64, p ListParams) (
 func UpdateUser(ctx context.Context, db bun.IDB, u *model.User, columns []string) error {
 	if len(columns) > 0 {
 		_, err := db.NewUpdate().Model(u).Column(columns...).WherePK().Returning("*").Exec(ctx)
-		if isUnique(err, usernameIndex) {
+		if violatesUnique(err, usernameIndex) {
 			return ErrUsernameTaken
 		}
 		if err != nil {
