@@ -323,3 +323,24 @@ func TestRemoveOrganizations(t *testing.T) {
 	}
 	wantNotFound(t, accountClient(t).Post(base+"remove_organizations", []any{}))
 }
+
+func TestUserOrganizationRoutesNeedToken(t *testing.T) {
+	anon := env.Client(t).As("")
+	routes := [][2]string{
+		{"GET", "/api/v2.0/users"}, {"POST", "/api/v2.0/users/"}, {"GET", "/api/v2.0/users/~ana"},
+		{"PATCH", "/api/v2.0/users/~ana"}, {"PUT", "/api/v2.0/users/~ana"}, {"DELETE", "/api/v2.0/users/~ana"},
+		{"POST", "/api/v2.0/users/~ana/_/assign_organizations"}, {"POST", "/api/v2.0/users/~ana/_/remove_organizations"},
+		{"GET", "/api/v2.0/organizations"}, {"POST", "/api/v2.0/organizations"}, {"GET", "/api/v2.0/organizations/~a"},
+		{"PATCH", "/api/v2.0/organizations/~a"}, {"PUT", "/api/v2.0/organizations/~a"},
+		{"DELETE", "/api/v2.0/organizations/~a"}, {"GET", "/api/v2.0/roles"}, {"GET", "/api/v2.0/roles/~admin"},
+	}
+	for _, rt := range routes {
+		r := anon.Do(rt[0], rt[1], map[string]any{})
+		if r.Status != http.StatusUnauthorized || string(r.Body) != body401001 {
+			t.Errorf("%s %s: %d %s", rt[0], rt[1], r.Status, r.Body)
+		}
+	}
+	if r := env.Client(t).Delete("/api/v2.0/users"); r.Status != http.StatusMethodNotAllowed {
+		t.Errorf("DELETE on the list: %d %s", r.Status, r.Body)
+	}
+}
