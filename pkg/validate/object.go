@@ -225,7 +225,11 @@ func (o *Object) Properties(name string) (json.RawMessage, bool) {
 }
 
 // parseInt accepts a JSON integer (also written as 10.0 or 1e3) that fits an int64.
+// A quoted number is refused: encoding/json would read "3" into a json.Number.
 func parseInt(v json.RawMessage) (int64, error) {
+	if t := bytes.TrimSpace(v); len(t) == 0 || t[0] == '"' {
+		return 0, fmt.Errorf("not a JSON number: %s", t)
+	}
 	var n json.Number
 	d := json.NewDecoder(bytes.NewReader(v))
 	d.UseNumber()
