@@ -28,6 +28,12 @@ var psql = sq.StatementBuilder.PlaceholderFormat(sq.Question)
 // paste into psql (sensorapi compile). It is for display only: the service runs SQL
 // with arguments.
 func (q Query) Inline() (string, error) {
+	return q.InlineWith(func(any) (string, bool) { return "", false })
+}
+
+// InlineWith is Inline where subst may write an argument as other SQL text
+// (sensorapi compile writes the account id as a lookup of the account's name).
+func (q Query) InlineWith(subst func(arg any) (string, bool)) (string, error) {
 	var b strings.Builder
 	arg := 0
 	inQuote := false
@@ -41,9 +47,12 @@ func (q Query) Inline() (string, error) {
 			if arg >= len(q.Args) {
 				return "", fmt.Errorf("inline: more placeholders than %d arguments", len(q.Args))
 			}
-			lit, err := literal(q.Args[arg])
-			if err != nil {
-				return "", err
+			lit, ok := subst(q.Args[arg])
+			if !ok {
+				var err error
+				if lit, err = literal(q.Args[arg]); err != nil {
+					return "", err
+				}
 			}
 			b.WriteString(lit)
 			arg++

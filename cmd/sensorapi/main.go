@@ -17,6 +17,7 @@ Usage:
   sensorapi account create NAME            create an account; prints its token
   sensorapi token create --account NAME    add a token to an account; prints it
   sensorapi load [flags]                   write a reproducible data set (see load --help)
+  sensorapi compile --endpoint E < req.json  print the SQL an analytics request runs
   sensorapi help                           this text
 
 Every subcommand takes --help. Configuration is read from the environment:
@@ -37,6 +38,7 @@ var commands = map[string]command{
 	"account": accountCmd,
 	"token":   tokenCmd,
 	"load":    loadCmd,
+	"compile": compileCmd,
 }
 
 func main() {
