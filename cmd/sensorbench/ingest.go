@@ -27,7 +27,7 @@ func benchIngest(ctx context.Context, h *harness, dots int) error {
 	spec := loadgen.Spec{Devices: 4, Variables: variables, Points: max(1, dots/(4*variables)),
 		Start: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC), Interval: time.Second, Seed: 1, Batch: ingestBatch}
 
-	floorAcct, err := newAccount(ctx, h, "floor")
+	floorAcct, _, err := newAccount(ctx, h, "floor")
 	if err != nil {
 		return err
 	}
@@ -37,7 +37,7 @@ func benchIngest(ctx context.Context, h *harness, dots int) error {
 		return fmt.Errorf("floor: %w", err)
 	}
 
-	tok, err := auth.CreateAccount(ctx, h.db, "bench_http")
+	_, tok, err := newAccount(ctx, h, "http")
 	if err != nil {
 		return err
 	}
@@ -57,13 +57,15 @@ func benchIngest(ctx context.Context, h *harness, dots int) error {
 	return nil
 }
 
-func newAccount(ctx context.Context, h *harness, name string) (int64, error) {
-	if _, err := auth.CreateAccount(ctx, h.db, "bench_"+name); err != nil {
-		return 0, err
+// newAccount creates an account of its own for one workload and returns its id and token.
+func newAccount(ctx context.Context, h *harness, name string) (int64, string, error) {
+	tok, err := auth.CreateAccount(ctx, h.db, "bench_"+name)
+	if err != nil {
+		return 0, "", err
 	}
 	var id int64
-	err := h.db.NewRaw("SELECT id FROM accounts WHERE name = ?", "bench_"+name).Scan(ctx, &id)
-	return id, err
+	err = h.db.NewRaw("SELECT id FROM accounts WHERE name = ?", "bench_"+name).Scan(ctx, &id)
+	return id, tok, err
 }
 
 // timeLoad sends every batch from ingestConcurrency workers and returns the wall time.

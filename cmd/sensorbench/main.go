@@ -16,21 +16,34 @@ import (
 
 func main() {
 	points := flag.Int("ingest-dots", 1_000_000, "dots written by the ingestion benchmark (per side)")
+	year := flag.Int("series-points", 10_512_000, "points of the analytics series (a year at 3 s)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *points); err != nil {
+	if err := run(ctx, *points, *year); err != nil {
 		fmt.Fprintln(os.Stderr, "sensorbench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, ingestDots int) error {
+func run(ctx context.Context, ingestDots, seriesPoints int) error {
 	h, err := startHarness(ctx)
 	if err != nil {
 		return err
 	}
 	defer h.Close()
 	fmt.Printf("sensorbench %s — server pid %d, database %s\n\n", time.Now().UTC().Format(time.RFC3339), h.server.Process.Pid, h.image)
-	return benchIngest(ctx, h, ingestDots)
+	if err := benchIngest(ctx, h, ingestDots); err != nil {
+		return err
+	}
+	s, err := loadSeries(ctx, h, seriesPoints)
+	if err != nil {
+		return err
+	}
+	rss := h.sampleRSS()
+	if err := benchStatistics(ctx, h, s); err != nil {
+		return err
+	}
+	fmt.Printf("server peak RSS during the analytics benchmarks: %.0f MiB (target < 256 MiB)\n", rss.Stop())
+	return nil
 }

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/sensordata/sensorapi/pkg/ingest"
+	"github.com/sensordata/sensorapi/pkg/loadgen"
+	"github.com/sensordata/sensorapi/pkg/store"
+	"github.com/sensordata/sensorapi/querybuilder"
+)
+
+const queryRuns = 5 // each figure is the median of this many runs, after one warm-up
+
+// series is the analytics data set: one variable of a year at 3-second spacing.
+type series struct {
+	account          int64
+	token            string
+	device, variable string // labels
+	variableID       string // public id
+	start, end       time.Time
+	points           int
+}
+
+// loadSeries writes the year through ingest.Store in-process (the HTTP path is measured
+// by the ingestion benchmark; here only the data matters).
+func loadSeries(ctx context.Context, h *harness, points int) (series, error) {
+	acct, tok, err := newAccount(ctx, h, "analytics")
+	if err != nil {
+		return series{}, err
+	}
+	spec := loadgen.Spec{Devices: 1, Variables: 1, Points: points, Start: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC),
+		Interval: 3 * time.Second, Seed: 2, Batch: 20000}
+	s := series{account: acct, token: tok, device: loadgen.DeviceLabel(0), variable: loadgen.VariableLabel(0), start: spec.Start,
+		end: spec.Start.Add(time.Duration(points-1) * spec.Interval), points: points}
+	st := &ingest.Store{Pool: h.db.Pool}
+	fmt.Printf("loading %d points into one variable (a year at 3 s)...\n", points)
+	t0 := time.Now()
+	if _, err := timeLoad(spec, func(b loadgen.Batch) error { return st.ToDevice(ctx, acct, b.Device, b.Dots) }); err != nil {
+		return s, err
+	}
+	fmt.Printf("  loaded in %.0fs\n", time.Since(t0).Seconds())
+	if _, err := h.db.ExecContext(ctx, `VACUUM ANALYZE "values"`); err != nil {
+		return s, err
+	}
+	err = h.db.NewRaw(`SELECT public_id FROM variables WHERE account_id = ?`, acct).Scan(ctx, &s.variableID)
+	return s, err
+}
+
+// queryCase is one analytics request measured through HTTP and as its compiled SQL.
+type queryCase struct {
+	name, path string
+	body       string
+	compile    func() (querybuilder.Query, error)
+}
+
+// measurePair returns the median wall times of a and b over queryRuns runs each, after
+// a warm-up, alternating them so that load from elsewhere falls on both alike.
+func measurePair(a, b func() error) (time.Duration, time.Duration, error) {
+	ta, tb := make([]time.Duration, queryRuns), make([]time.Duration, queryRuns)
+	for i := -1; i < queryRuns; i++ {
+		for _, r := range []struct {
+			run func() error
+			out []time.Duration
+		}{{a, ta}, {b, tb}} {
+			t0 := time.Now()
+			if err := r.run(); err != nil {
+				return 0, 0, err
+			}
+			if i >= 0 {
+				r.out[i] = time.Since(t0)
+			}
+		}
+	}
+	slices.Sort(ta)
+	slices.Sort(tb)
+	return ta[queryRuns/2], tb[queryRuns/2], nil
+}
+
+// benchQuery measures a case through HTTP and its floor: the same compiled statement
+// run directly on the database, rows read and discarded.
+func benchQuery(ctx context.Context, h *harness, token string, c queryCase) (viaHTTP, floor time.Duration, err error) {
+	q, err := c.compile()
+	if err != nil {
+		return 0, 0, err
+	}
+	direct := func() error {
+		rows, err := h.db.QueryContext(ctx, q.SQL, store.BindArgs(q.Args)...)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+		}
+		_ = rows.Close()
+		return rows.Err()
+	}
+	client := &http.Client{}
+	overHTTP := func() error {
+		req, _ := http.NewRequestWithContext(ctx, "POST", h.url+c.path, bytes.NewReader([]byte(c.body)))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-Auth-Token", token)
+		resp, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = resp.Body.Close() }()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 {
+			return fmt.Errorf("%d %s", resp.StatusCode, b)
+		}
+		return nil
+	}
+	viaHTTP, floor, err = measurePair(overHTTP, direct)
+	if err != nil {
+		return 0, 0, fmt.Errorf("%s: %w", c.name, err)
+	}
+	return viaHTTP, floor, nil
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
