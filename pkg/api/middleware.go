@@ -104,6 +104,9 @@ func (s *Server) authenticate(detailOnly bool) gin.HandlerFunc {
 			s.writeError(c, s.toAPIError(c, err))
 			return
 		}
+		if !s.rateLimit(c, tok) {
+			return
+		}
 		c.Set(ctxAccount, acct)
 		c.Next()
 	}

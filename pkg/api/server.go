@@ -21,11 +21,14 @@ type Server struct {
 	Config  config.Config
 	Log     *slog.Logger
 	Metrics *metrics.Metrics
+
+	limits *limiters // per-token rate limits; nil when off
 }
 
 // Handler returns the service's http.Handler.
 func (s *Server) Handler() http.Handler {
 	gin.SetMode(gin.ReleaseMode)
+	s.limits = newLimiters(s.Config.RateLimit, s.Config.RateBurst)
 	e := gin.New()
 	e.HandleMethodNotAllowed = true
 	e.RedirectTrailingSlash = false

@@ -1,6 +1,8 @@
 package api_test
 
 import (
+	"bytes"
+	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -108,5 +110,58 @@ func TestOperationalRoutes(t *testing.T) {
 		if !strings.Contains(string(r.Body), want) {
 			t.Errorf("metrics lack %q", want)
 		}
+	}
+}
+
+func TestRateLimitPerToken(t *testing.T) {
+	cfg := env.Config()
+	cfg.RateLimit, cfg.RateBurst = 0.5, 2
+	c := env.ClientWith(t, cfg)
+	for i := range 2 {
+		if r := c.Get("/api/v2.0/account"); r.Status != 200 {
+			t.Fatalf("request %d within the burst: %d", i, r.Status)
+		}
+	}
+	r := c.Get("/api/v2.0/account")
+	if r.Status != 429 || r.Header.Get("Retry-After") != "2" ||
+		string(r.Body) != `{"code":429001,"message":"Too many requests.","detail":"Rate limit exceeded: retry after 2 s."}` {
+		t.Fatalf("over the limit: %d %q %s", r.Status, r.Header.Get("Retry-After"), r.Body)
+	}
+	// another token has its own bucket
+	if r := c.As(env.NewAccount(t)).Get("/api/v2.0/account"); r.Status != 200 {
+		t.Fatalf("other token: %d", r.Status)
+	}
+	// off by default
+	d := env.Client(t)
+	for range 20 {
+		if r := d.Get("/api/v2.0/account"); r.Status != 200 {
+			t.Fatalf("default config limited: %d", r.Status)
+		}
+	}
+}
+
+// TestSecretsStayOutOfLogsAndMetrics: tokens sent in the header or the query string,
+// valid or not, never reach the log or the metrics.
+func TestSecretsStayOutOfLogsAndMetrics(t *testing.T) {
+	var logs bytes.Buffer
+	c := env.Client(t)
+	c.Server.Log = slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	bad := "wrong-token-SECRET-0123456789abcdef"
+	c.Get("/api/v2.0/account?token=" + env.AdminToken)
+	c.Get("/api/v2.0/account?token=" + bad)
+	c.As(bad).Get("/api/v2.0/account")
+	c.Get("/nowhere?token=" + env.AdminToken)
+	c.Post("/api/v1.6/devices/logs/?token="+env.AdminToken, `{"x": "not a number"}`)
+	metrics := c.As("").Get("/metrics")
+	for _, secret := range []string{env.AdminToken, bad} {
+		if strings.Contains(logs.String(), secret) {
+			t.Errorf("a token reached the log:\n%s", logs.String())
+		}
+		if strings.Contains(string(metrics.Body), secret) {
+			t.Errorf("a token reached the metrics")
+		}
+	}
+	if !strings.Contains(logs.String(), `"path":"/api/v2.0/account"`) {
+		t.Fatalf("requests were not logged at all:\n%s", logs.String())
 	}
 }

@@ -19,6 +19,8 @@ type Config struct {
 	LogLevel     slog.Level    // SENSORAPI_LOG_LEVEL
 	MaxBodyBytes int64         // SENSORAPI_MAX_BODY_BYTES
 	QueryTimeout time.Duration // SENSORAPI_QUERY_TIMEOUT
+	RateLimit    float64       // SENSORAPI_RATE_LIMIT: requests/s per token; 0 = off
+	RateBurst    int           // SENSORAPI_RATE_BURST
 }
 
 // FromEnv reads Config, applying the documented defaults.
@@ -47,6 +49,21 @@ func FromEnv() (Config, error) {
 			return c, fmt.Errorf("SENSORAPI_QUERY_TIMEOUT: want a positive duration such as 30s, got %q", v)
 		}
 		c.QueryTimeout = d
+	}
+	if v := os.Getenv("SENSORAPI_RATE_LIMIT"); v != "" {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || f < 0 {
+			return c, fmt.Errorf("SENSORAPI_RATE_LIMIT: want requests per second (0 = off), got %q", v)
+		}
+		c.RateLimit = f
+	}
+	c.RateBurst = max(1, int(c.RateLimit))
+	if v := os.Getenv("SENSORAPI_RATE_BURST"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return c, fmt.Errorf("SENSORAPI_RATE_BURST: want a positive integer, got %q", v)
+		}
+		c.RateBurst = n
 	}
 	return c, nil
 }
