@@ -3,6 +3,8 @@ package api_test
 import (
 	"context"
 	"os"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -63,4 +65,121 @@ func TestDatabaseOutage(t *testing.T) {
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
+}
+
+// TestOutageDuringIngestion stops and restarts the database while writers post batches:
+// every acknowledged batch is stored whole, no batch is stored in part, requests during
+// the outage fail fast with 503, and writing resumes without a restart.
+func TestOutageDuringIngestion(t *testing.T) {
+	if os.Getenv("TEST_DATABASE_URL") != "" {
+		t.Skip("needs a container of its own to stop")
+	}
+	ctx := context.Background()
+	tsdb, err := testcontainers.Start(ctx, testcontainers.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tsdb.Terminate(context.Background()) })
+	e, err := testenv.New(ctx, tsdb.DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Close)
+	c := e.Client(t)
+
+	const writers, batch = 4, 200
+	var mu sync.Mutex
+	acked := map[int]bool{} // batch number → acknowledged
+	var seen503 atomic.Bool
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				n := w*1_000_000 + i
+				dots := make([]map[string]any, batch)
+				for j := range dots {
+					dots[j] = map[string]any{"value": n, "timestamp": int64(n)*batch + int64(j)}
+				}
+				start := time.Now()
+				r := c.Post("/api/v1.6/devices/outage/v/values", dots)
+				switch r.Status {
+				case 201:
+					mu.Lock()
+					acked[n] = true
+					mu.Unlock()
+				case 503:
+					seen503.Store(true)
+					if d := time.Since(start); d > 5*time.Second {
+						t.Errorf("a 503 took %v", d)
+					}
+					time.Sleep(50 * time.Millisecond)
+				default:
+					t.Errorf("batch %d: %d %s", n, r.Status, r.Body)
+				}
+			}
+		}()
+	}
+	time.Sleep(1500 * time.Millisecond)
+	if err := tsdb.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1 * time.Second)
+	if err := tsdb.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// keep writing until writes succeed again, then a little longer
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		mu.Lock()
+		before := len(acked)
+		mu.Unlock()
+		time.Sleep(1 * time.Second)
+		mu.Lock()
+		after := len(acked)
+		mu.Unlock()
+		if after > before {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("writes did not resume after the restart")
+		}
+	}
+	close(stop)
+	wg.Wait()
+	if !seen503.Load() {
+		t.Fatal("no request saw the outage")
+	}
+
+	// every batch is all there (acknowledged or not) or absent, never in part
+	var rows []struct {
+		N     int64 `bun:"n"`
+		Count int   `bun:"count"`
+	}
+	err = e.DB.NewRaw(`SELECT value::bigint AS n, count(*) AS count FROM "values" GROUP BY value`).Scan(ctx, &rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := map[int]int{}
+	for _, r := range rows {
+		stored[int(r.N)] = r.Count
+	}
+	for n, cnt := range stored {
+		if cnt != batch {
+			t.Errorf("batch %d stored in part: %d of %d dots", n, cnt, batch)
+		}
+	}
+	for n := range acked {
+		if stored[n] != batch {
+			t.Errorf("acknowledged batch %d lost: %d dots stored", n, stored[n])
+		}
+	}
+	t.Logf("%d batches acknowledged, %d stored", len(acked), len(stored))
 }
