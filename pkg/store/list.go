@@ -23,6 +23,7 @@ const (
 	Bool              // true/false
 	Time              // ms since the epoch, or RFC 3339
 	Array             // text[] (tags; related ids): exact/contains = has all, in = has any
+	Int               // integer counters
 )
 
 // Field is a filterable, sortable field of a list: its API name maps to a SQL
@@ -32,6 +33,10 @@ type Field struct {
 	Kind       Kind
 	Sortable   bool
 	Searchable bool // matched by search=text
+	// Via filters through a related table: Column is the related table's column and
+	// the condition is spliced into Via's %s, e.g.
+	// "d.id IN (SELECT v.device_id FROM variables v WHERE %s)".
+	Via string
 }
 
 // ListParams is a parsed DRF-style list request.
@@ -79,6 +84,9 @@ func ParseList(q url.Values, fields map[string]Field, defaultSort, tiebreak stri
 		}
 		for _, v := range vals {
 			c := filterCond(f, lookup, v)
+			if f.Via != "" {
+				c.sql = fmt.Sprintf(f.Via, c.sql)
+			}
 			if negate {
 				c.sql = "(" + c.sql + ") IS NOT TRUE"
 			}
@@ -228,6 +236,12 @@ func values(k Kind, in []string) ([]any, bool) {
 				return nil, false
 			}
 			out = append(out, b)
+		case Int:
+			n, err := strconv.ParseInt(s, 10, 64)
+			if err != nil {
+				return nil, false
+			}
+			out = append(out, n)
 		case Time:
 			t, ok := parseTime(s)
 			if !ok {
