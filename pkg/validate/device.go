@@ -96,7 +96,8 @@ func (o *Object) Number(name string, min, max float64) (json.Number, bool) {
 	var n json.Number
 	d := json.NewDecoder(bytes.NewReader(v))
 	d.UseNumber()
-	if err := d.Decode(&n); err != nil || n == "" {
+	// json.Number would also take a quoted number; only a bare one is a number
+	if err := d.Decode(&n); err != nil || n == "" || bytes.HasPrefix(bytes.TrimSpace(v), []byte(`"`)) {
 		o.Fail(name, MsgNumber)
 		return "", false
 	}
