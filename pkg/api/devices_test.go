@@ -405,10 +405,10 @@ func TestDevicePagination(t *testing.T) {
 	}
 	base := c.URL + devicesPath
 	cases := []struct {
-		query            string
-		labels           []string
-		next, previous   string // "" for null
-		countWant        float64
+		query          string
+		labels         []string
+		next, previous string // "" for null
+		countWant      float64
 	}{
 		{"page_size=2&sort_by=label", []string{"d1", "d2"}, base + "?page=2&page_size=2&sort_by=label", "", 5},
 		{"page_size=2&sort_by=label&page=2&tags__contains=t", []string{"d3", "d4"},
@@ -469,7 +469,7 @@ func TestDevicePageSizeClamp(t *testing.T) {
 
 func TestDeviceIsolation(t *testing.T) {
 	c, _ := freshClient(t)
-	other, otherTok := freshClient(t)
+	other, _ := freshClient(t)
 	theirs := createDevice(t, other, map[string]any{"label": "secret"})
 	expect(t, other.Post(devicesPath+"/~secret/variables", map[string]any{"label": "v"}), 201)
 	id := str(theirs, "id")
@@ -510,18 +510,9 @@ func TestDeviceIsolation(t *testing.T) {
 	if after["name"] != "secret" || after["variablesNumber"] != 1.0 {
 		t.Fatalf("other account's device changed: %v", after)
 	}
-	_ = otherTok
 }
 
-func mustJSON(t *testing.T, v any) string {
-	t.Helper()
-	b, err := jsonMarshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
+// withField is a copy of m with k set to v.
 func withField(m map[string]any, k string, v any) map[string]any {
 	out := map[string]any{}
 	for kk, vv := range m {

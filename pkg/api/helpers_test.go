@@ -114,4 +114,11 @@ func field(m map[string]any, path ...string) any {
 
 func str(m map[string]any, path ...string) string { s, _ := field(m, path...).(string); return s }
 
-var jsonMarshal = json.Marshal
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
