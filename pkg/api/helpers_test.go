@@ -11,14 +11,14 @@ import (
 
 // freshClient is a client of a new account, so counts and labels of one test never
 // see another test's rows.
-func freshClient(t *testing.T) (*testenv.Client, string) {
+func freshClient(t testing.TB) (*testenv.Client, string) {
 	t.Helper()
 	tok := env.NewAccount(t)
 	return env.Client(t).As(tok), tok
 }
 
 // accountID is the internal id of the account holding token.
-func accountID(t *testing.T, token string) int64 {
+func accountID(t testing.TB, token string) int64 {
 	t.Helper()
 	var id int64
 	err := env.DB.NewRaw(`SELECT account_id FROM tokens WHERE hash = sha256(convert_to(?, 'UTF8'))`, token).
@@ -30,7 +30,7 @@ func accountID(t *testing.T, token string) int64 {
 }
 
 // exec runs SQL straight on the test database (fixtures the API does not own).
-func exec(t *testing.T, query string, args ...any) {
+func exec(t testing.TB, query string, args ...any) {
 	t.Helper()
 	if _, err := env.DB.NewRaw(query, args...).Exec(context.Background()); err != nil {
 		t.Fatalf("%s: %v", query, err)
@@ -60,7 +60,7 @@ func newOrganization(t *testing.T, token, label, name string) string {
 }
 
 // expect asserts the status and returns the body as an object.
-func expect(t *testing.T, r testenv.Response, status int) map[string]any {
+func expect(t testing.TB, r testenv.Response, status int) map[string]any {
 	t.Helper()
 	if r.Status != status {
 		t.Fatalf("status %d, want %d: %s", r.Status, status, r.Body)

@@ -40,9 +40,14 @@ const viaVariables = "d.id IN (SELECT v.device_id FROM variables v WHERE %s)"
 
 // selectDevices is the Device read of one account, with its Organization's fields.
 func selectDevices(db bun.IDB, accountID int64, dest any) *bun.SelectQuery {
-	return db.NewSelect().Model(dest).
-		ColumnExpr("d.*").
-		ColumnExpr("o.public_id AS org_public_id, o.label AS org_label, o.name AS org_name").
+	return deviceRows(db.NewSelect().Model(dest), accountID).ColumnExpr("d.*").
+		ColumnExpr("o.public_id AS org_public_id, o.label AS org_label, o.name AS org_name")
+}
+
+// deviceRows scopes a select of devices (alias d) to the account and joins the
+// Organization (alias o).
+func deviceRows(q *bun.SelectQuery, accountID int64) *bun.SelectQuery {
+	return q.
 		Join("LEFT JOIN organizations AS o ON o.id = d.organization_id").
 		Where("d.account_id = ?", accountID)
 }
@@ -50,11 +55,12 @@ func selectDevices(db bun.IDB, accountID int64, dest any) *bun.SelectQuery {
 // ListDevices returns one page of the account's Devices and the count of all matches.
 func ListDevices(ctx context.Context, db bun.IDB, accountID int64, p ListParams) ([]model.Device, int, error) {
 	devices := []model.Device{}
-	n, err := p.Apply(selectDevices(db, accountID, &devices)).ScanAndCount(ctx)
+	base := func() *bun.SelectQuery { return deviceRows(db.NewSelect().TableExpr("devices AS d"), accountID) }
+	n, err := ScanPage(ctx, p, base, "d.id", selectDevices(db, accountID, &devices))
 	if err != nil {
 		return nil, 0, fmt.Errorf("list devices: %w", err)
 	}
-	return devices, int(n), nil
+	return devices, n, nil
 }
 
 // GetDevice reads the account's Device with key (id or ~label). forUpdate locks the row

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"fmt"
 	"net/url"
 	"strconv"
@@ -98,10 +99,34 @@ func ParseList(q url.Values, fields map[string]Field, defaultSort, tiebreak stri
 
 // Apply adds the filters, order and page to a select.
 func (p ListParams) Apply(sel *bun.SelectQuery) *bun.SelectQuery {
+	return p.Order(p.Filter(sel)).Limit(int64(p.PageSize)).Offset(int64(p.Page-1) * int64(p.PageSize))
+}
+
+// Filter adds only the filters (for the count of all matches).
+func (p ListParams) Filter(sel *bun.SelectQuery) *bun.SelectQuery {
 	for _, c := range p.conds {
 		sel = sel.Where(c.sql, c.args...)
 	}
-	return sel.OrderExpr(p.order).Limit(int64(p.PageSize)).Offset(int64(p.Page-1) * int64(p.PageSize))
+	return sel
+}
+
+// Order adds only the order.
+func (p ListParams) Order(sel *bun.SelectQuery) *bun.SelectQuery { return sel.OrderExpr(p.order) }
+
+// ScanPage reads page p into full's model and returns the count of all matches. base
+// selects the scoped, joined rows without columns; the page's keys (idCol) are chosen
+// from it first, so an index-only scan can skip the rows before a deep page instead of
+// fetching and sorting them all (a deferred join).
+func ScanPage(ctx context.Context, p ListParams, base func() *bun.SelectQuery, idCol string, full *bun.SelectQuery) (int, error) {
+	ids := p.Apply(base().ColumnExpr(idCol))
+	if err := p.Order(full.Where(idCol+" IN (?)", ids)).Scan(ctx); err != nil {
+		return 0, fmt.Errorf("read page: %w", err)
+	}
+	n, err := p.Filter(base()).Count(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("count: %w", err)
+	}
+	return int(n), nil
 }
 
 func splitFilter(key string) (name, lookup string, negate bool) {

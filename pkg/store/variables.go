@@ -29,9 +29,14 @@ var VariableFields = map[string]Field{
 
 // selectVariables is the Variable read of one account, with its Device's fields.
 func selectVariables(db bun.IDB, accountID int64, dest any) *bun.SelectQuery {
-	return db.NewSelect().Model(dest).
-		ColumnExpr("v.*").
-		ColumnExpr("dv.public_id AS device_public_id, dv.label AS device_label, dv.name AS device_name").
+	return variableRows(db.NewSelect().Model(dest), accountID).ColumnExpr("v.*").
+		ColumnExpr("dv.public_id AS device_public_id, dv.label AS device_label, dv.name AS device_name")
+}
+
+// variableRows scopes a select of variables (alias v) to the account and joins the
+// Device (alias dv).
+func variableRows(q *bun.SelectQuery, accountID int64) *bun.SelectQuery {
+	return q.
 		Join("JOIN devices AS dv ON dv.id = v.device_id").
 		Where("v.account_id = ?", accountID)
 }
@@ -40,15 +45,18 @@ func selectVariables(db bun.IDB, accountID int64, dest any) *bun.SelectQuery {
 // deviceID is not 0) and the count of all matches.
 func ListVariables(ctx context.Context, db bun.IDB, accountID, deviceID int64, p ListParams) ([]model.Variable, int, error) {
 	vars := []model.Variable{}
-	q := selectVariables(db, accountID, &vars)
-	if deviceID != 0 {
-		q = q.Where("v.device_id = ?", deviceID)
+	base := func() *bun.SelectQuery {
+		q := variableRows(db.NewSelect().TableExpr("variables AS v"), accountID)
+		if deviceID != 0 {
+			q = q.Where("v.device_id = ?", deviceID)
+		}
+		return q
 	}
-	n, err := p.Apply(q).ScanAndCount(ctx)
+	n, err := ScanPage(ctx, p, base, "v.id", selectVariables(db, accountID, &vars))
 	if err != nil {
 		return nil, 0, fmt.Errorf("list variables: %w", err)
 	}
-	return vars, int(n), nil
+	return vars, n, nil
 }
 
 // GetVariable reads the account's Variable by key: an id, or a ~label within the
