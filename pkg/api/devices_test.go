@@ -420,6 +420,7 @@ func TestDevicePagination(t *testing.T) {
 		{"page_size=0&page=0&sort_by=label", []string{"d1", "d2", "d3", "d4", "d5"}, "", "", 5},
 		{"page_size=x&page=y&sort_by=label", []string{"d1", "d2", "d3", "d4", "d5"}, "", "", 5},
 		{"label=d9&page=2", []string{}, "", base + "?label=d9&page=1", 0},
+		{"page=9223372036854775807&page_size=1000", []string{}, "", base + "?page=1&page_size=1000", 5},
 	}
 	for _, tc := range cases {
 		t.Run(tc.query, func(t *testing.T) {
@@ -520,6 +521,18 @@ func withField(m map[string]any, k string, v any) map[string]any {
 	}
 	out[k] = v
 	return out
+}
+
+func TestDeviceRoutesNeedCredentials(t *testing.T) {
+	anon := env.Client(t).As("")
+	for _, tc := range []struct{ method, path string }{
+		{"GET", devicesPath}, {"POST", devicesPath}, {"GET", devicesPath + "/~a"}, {"PATCH", devicesPath + "/~a"},
+		{"PUT", devicesPath + "/~a"}, {"DELETE", devicesPath + "/~a"}, {"GET", devicesPath + "/~a/variables"},
+		{"POST", devicesPath + "/~a/variables"}, {"GET", devicesPath + "/~a/variables/~v"}, {"GET", variablesPath},
+		{"GET", variablesPath + "/0123456789abcdef01234567"}, {"DELETE", variablesPath + "/0123456789abcdef01234567"},
+	} {
+		expectJSON(t, anon.Do(tc.method, tc.path, map[string]any{"label": "a"}), 401, body401001)
+	}
 }
 
 // BenchmarkListDevices measures E5 over 100k devices of one account (plus 10k of

@@ -238,6 +238,8 @@ func TestVariableIsolation(t *testing.T) {
 		{"DELETE", variablesPath + "/" + id, nil, varNotFound(id)},
 		// another account's variable id under one's own device
 		{"GET", devicesPath + "/~mine/variables/" + id, nil, varNotFound(id)},
+		{"PATCH", devicesPath + "/~mine/variables/" + id, map[string]any{"name": "x"}, varNotFound(id)},
+		{"PUT", devicesPath + "/~mine/variables/" + id, map[string]any{"label": "x"}, varNotFound(id)},
 		{"DELETE", devicesPath + "/~mine/variables/" + id, nil, varNotFound(id)},
 		// a label is only a key under its device
 		{"GET", variablesPath + "/~v", nil, varNotFound("~v")},

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"math"
 	"net/url"
 	"strconv"
 	"strings"
@@ -55,6 +56,9 @@ type cond struct {
 const (
 	defaultPageSize = 50
 	maxPageSize     = 1000
+	// maxPage keeps (page-1)*page_size within an int64 OFFSET; any such page is
+	// past the end of every list.
+	maxPage = math.MaxInt64 / maxPageSize
 )
 
 var lookups = map[string]bool{"exact": true, "iexact": true, "in": true, "contains": true, "icontains": true,
@@ -68,7 +72,7 @@ var lookups = map[string]bool{"exact": true, "iexact": true, "in": true, "contai
 func ParseList(q url.Values, fields map[string]Field, defaultSort, tiebreak string) ListParams {
 	p := ListParams{Page: 1, PageSize: defaultPageSize}
 	if n, err := strconv.Atoi(q.Get("page")); err == nil && n >= 1 {
-		p.Page = n
+		p.Page = min(n, maxPage)
 	}
 	if n, err := strconv.Atoi(q.Get("page_size")); err == nil && n >= 1 {
 		p.PageSize = min(n, maxPageSize)

@@ -42,6 +42,7 @@ func TestParseList(t *testing.T) {
 	cases := []struct{ query, want string }{
 		{"", base + ` ORDER BY d.created_at DESC NULLS LAST, d.id DESC LIMIT 50`},
 		{"page=3&page_size=5000&sort_by=label", base + ` ORDER BY d.label ASC NULLS FIRST, d.id ASC LIMIT 1000 OFFSET 2000`},
+		{"page=9223372036854775807&page_size=1000", base + ` ORDER BY d.created_at DESC NULLS LAST, d.id DESC LIMIT 1000 OFFSET 9223372036854774000`},
 		{"sort_by=-nosuch&page=-1&page_size=x", base + ` ORDER BY d.created_at DESC NULLS LAST, d.id DESC LIMIT 50`},
 		{"id=0123456789abcdef01234567", base + ` WHERE (d.public_id = '0123456789abcdef01234567') ORDER BY d.created_at DESC NULLS LAST, d.id DESC LIMIT 50`},
 		{"id=not-an-id", base + ` WHERE (FALSE) ORDER BY d.created_at DESC NULLS LAST, d.id DESC LIMIT 50`},
