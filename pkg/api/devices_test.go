@@ -158,6 +158,10 @@ func TestDeviceValidation(t *testing.T) {
 		{"organization not string", map[string]any{"label": "ok", "organization": 1}, `{"organization":["Not a valid string."]}`},
 		{"several fields at once", map[string]any{"label": "-", "tags": "x", "properties": map[string]any{"_color": 1}},
 			`{"label":["Enter a valid label: 1 to 100 characters of a-z, 0-9, _ - . : starting with a letter or digit."],"tags":["Expected a list of items."],"properties._color":["Not a valid string."]}`},
+		{"NUL in name", `{"label":"ok","name":"a\u0000b"}`, `{"name":["Null characters are not allowed."]}`},
+		{"NUL in tag", `{"label":"ok","tags":["\u0000"]}`, `{"tags.0":["Null characters are not allowed."]}`},
+		{"NUL in properties", `{"label":"ok","properties":{"_icon":"\u0000"}}`, `{"properties":["Null characters are not allowed."]}`},
+		{"NUL in a properties key", `{"label":"ok","properties":{"_config":{"a\u0000":{}}}}`, `{"properties":["Null characters are not allowed."]}`},
 		{"body not an object", []int{1}, `{"body":["JSON parse error - expected a JSON object"]}`},
 	}
 	for _, tc := range cases {
@@ -377,6 +381,8 @@ func TestDeviceListFilters(t *testing.T) {
 		{"search=kitchen", []string{"tmp-delta", "alpha"}},
 		{"search=GAM", []string{"gamma"}},
 		{"search=%25", []string{}},
+		{"search=%00", []string{}},
+		{"label=%00", []string{}},
 		{"sort_by=label", []string{"alpha", "beta", "gamma", "tmp-delta"}},
 		{"sort_by=-label", []string{"tmp-delta", "gamma", "beta", "alpha"}},
 		{"sort_by=name", []string{"gamma", "beta", "tmp-delta", "alpha"}},

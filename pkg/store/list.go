@@ -78,7 +78,9 @@ func ParseList(q url.Values, fields map[string]Field, defaultSort, tiebreak stri
 		p.PageSize = min(n, maxPageSize)
 	}
 	p.order = orderBy(q.Get("sort_by"), fields, defaultSort, tiebreak)
-	if s := q.Get("search"); s != "" {
+	if s := q.Get("search"); strings.ContainsRune(s, 0) {
+		p.conds = append(p.conds, nothing)
+	} else if s != "" {
 		p.conds = append(p.conds, searchCond(s, fields))
 	}
 	for key, vals := range q {
@@ -88,7 +90,10 @@ func ParseList(q url.Values, fields map[string]Field, defaultSort, tiebreak stri
 			continue
 		}
 		for _, v := range vals {
-			c := filterCond(f, lookup, v)
+			c := nothing // PostgreSQL text cannot hold NUL: such a value matches nothing
+			if !strings.ContainsRune(v, 0) {
+				c = filterCond(f, lookup, v)
+			}
 			if f.Via != "" {
 				c.sql = fmt.Sprintf(f.Via, c.sql)
 			}

@@ -56,6 +56,8 @@ func TestParseList(t *testing.T) {
 		{"count=two", base + ` WHERE (FALSE) ORDER BY d.created_at DESC NULLS LAST, d.id DESC LIMIT 50`},
 		{"vars__id__in=0123456789abcdef01234567", base + ` WHERE (d.id IN (SELECT v.device_id FROM variables v WHERE v.public_id IN ('0123456789abcdef01234567'))) ORDER BY d.created_at DESC NULLS LAST, d.id DESC LIMIT 50`},
 		{"vars__id!=0123456789abcdef01234567", base + ` WHERE ((d.id IN (SELECT v.device_id FROM variables v WHERE v.public_id = '0123456789abcdef01234567')) IS NOT TRUE) ORDER BY d.created_at DESC NULLS LAST, d.id DESC LIMIT 50`},
+		{"label=a%00b", base + ` WHERE (FALSE) ORDER BY d.created_at DESC NULLS LAST, d.id DESC LIMIT 50`},
+		{"search=%00", base + ` WHERE (FALSE) ORDER BY d.created_at DESC NULLS LAST, d.id DESC LIMIT 50`},
 		{"label__isnull=maybe&unknown=1", base + ` WHERE (FALSE) ORDER BY d.created_at DESC NULLS LAST, d.id DESC LIMIT 50`},
 	}
 	for _, c := range cases {
