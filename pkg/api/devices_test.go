@@ -1,6 +1,8 @@
 package api_test
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"reflect"
@@ -21,17 +23,17 @@ var (
 
 func createDevice(t *testing.T, c *testenv.Client, body map[string]any) map[string]any {
 	t.Helper()
-	return expect(t, c.Post(devicesPath+"/", body), 201)
+	return expectStatus(t, c.Post(devicesPath+"/", body), 201)
 }
 
 func TestDeviceCreateDefaults(t *testing.T) {
 	c, _ := freshClient(t)
 	d := createDevice(t, c, map[string]any{"label": "Kitchen-1.a:b_c"})
-	id := str(d, "id")
+	id := jsonString(d, "id")
 	if !idRe.MatchString(id) {
 		t.Fatalf("id %q", id)
 	}
-	if !createdAtRe.MatchString(str(d, "createdAt")) {
+	if !createdAtRe.MatchString(jsonString(d, "createdAt")) {
 		t.Fatalf("createdAt %q", d["createdAt"])
 	}
 	want := fmt.Sprintf(`{"id":%q,"label":"kitchen-1.a:b_c","name":"kitchen-1.a:b_c","description":"",
@@ -45,7 +47,7 @@ func TestDeviceCreateDefaults(t *testing.T) {
 
 func TestDeviceCreateAllFields(t *testing.T) {
 	c, tok := freshClient(t)
-	org := newOrganization(t, tok, "acme", "Acme Inc.")
+	org := insertOrganization(t, tok, "acme", "Acme Inc.")
 	props := map[string]any{
 		"_icon": "thermometer", "_color": "rgba(1, 2, 3, 0.5)", "_location_type": "manual",
 		"_location_fixed": map[string]any{"lat": -33.5, "lng": 151.25}, "_location_variable": "GPS",
@@ -54,7 +56,7 @@ func TestDeviceCreateAllFields(t *testing.T) {
 	}
 	d := createDevice(t, c, map[string]any{"label": "pump", "name": "Pump #1", "description": "in the cellar",
 		"isActive": false, "tags": []string{"b", "a"}, "properties": props, "organization": "~ACME"})
-	id := str(d, "id")
+	id := jsonString(d, "id")
 	wantProps := `{"_icon":"thermometer","_color":"rgba(1, 2, 3, 0.5)","_location_type":"manual",
 		"_location_fixed":{"lat":-33.5,"lng":151.25},"_location_variable":"gps",
 		"_config":{"mode":{"text":"Mode","type":"list","description":"d","options":["a","b"],"value":"a"}}}`
@@ -68,7 +70,7 @@ func TestDeviceCreateAllFields(t *testing.T) {
 
 	// organization by id
 	d = createDevice(t, c, map[string]any{"label": "valve", "organization": org})
-	if str(d, "organization", "id") != org {
+	if jsonString(d, "organization", "id") != org {
 		t.Fatalf("organization by id: %v", d["organization"])
 	}
 }
@@ -92,16 +94,16 @@ func TestDevicePositionAndActivity(t *testing.T) {
 		}
 	}
 	// lastActivity is written by ingestion; it is rendered as ms
-	id := str(createDevice(t, c, map[string]any{"label": "busy"}), "id")
-	exec(t, `UPDATE devices SET last_activity = to_timestamp(1700000000.123) WHERE public_id = ?`, id)
-	if got := expect(t, c.Get(devicesPath+"/"+id), 200)["lastActivity"]; got != 1700000000123.0 {
+	id := jsonString(createDevice(t, c, map[string]any{"label": "busy"}), "id")
+	sqlExec(t, `UPDATE devices SET last_activity = to_timestamp(1700000000.123) WHERE public_id = ?`, id)
+	if got := expectStatus(t, c.Get(devicesPath+"/"+id), 200)["lastActivity"]; got != 1700000000123.0 {
 		t.Fatalf("lastActivity %v", got)
 	}
 }
 
 func TestDeviceValidation(t *testing.T) {
 	c, tok := freshClient(t)
-	otherOrg := newOrganization(t, env.NewAccount(t), "theirs", "Theirs")
+	otherOrg := insertOrganization(t, env.NewAccount(t), "theirs", "Theirs")
 	long := func(n int) string { return strings.Repeat("a", n) }
 	manyTags := make([]string, 21)
 	for i := range manyTags {
@@ -171,7 +173,7 @@ func TestDeviceValidation(t *testing.T) {
 		})
 	}
 	// nothing was written by any failed request
-	if n := count(t, `SELECT count(*) FROM devices WHERE account_id = ?`, accountID(t, tok)); n != 0 {
+	if n := sqlCount(t, `SELECT count(*) FROM devices WHERE account_id = ?`, accountIDOf(t, tok)); n != 0 {
 		t.Fatalf("%d devices written by invalid requests", n)
 	}
 }
@@ -181,7 +183,7 @@ func TestDeviceAcceptedProperties(t *testing.T) {
 	colors := []string{"#fff", "#A0b1C2", "rgb(0,0,0)", "rgb( 255 , 255 , 255 )", "rgba(10,20,30,0)", "rgba(10,20,30,1)", "rgba(10,20,30,0.25)", "rgba(10,20,30,.5)"}
 	for i, col := range colors {
 		d := createDevice(t, c, map[string]any{"label": fmt.Sprintf("c%d", i), "properties": map[string]any{"_color": col}})
-		if got := str(d, "properties", "_color"); got != col {
+		if got := jsonString(d, "properties", "_color"); got != col {
 			t.Errorf("_color %q stored as %q", col, got)
 		}
 	}
@@ -193,15 +195,15 @@ func TestDeviceAcceptedProperties(t *testing.T) {
 	}
 	// a null attribute on create is simply not stored
 	d := createDevice(t, c, map[string]any{"label": "nulls", "properties": map[string]any{"_icon": nil, "_color": "#000"}})
-	expectJSON(t, c.Get(devicesPath+"/"+str(d, "id")), 200, mustJSON(t, withField(d, "properties", map[string]any{"_color": "#000"})))
+	expectJSON(t, c.Get(devicesPath+"/"+jsonString(d, "id")), 200, mustJSON(t, withField(d, "properties", map[string]any{"_color": "#000"})))
 }
 
 func TestDevicePatch(t *testing.T) {
 	c, tok := freshClient(t)
-	org := newOrganization(t, tok, "acme", "Acme")
+	org := insertOrganization(t, tok, "acme", "Acme")
 	d := createDevice(t, c, map[string]any{"label": "kitchen", "name": "Kitchen", "description": "d0", "tags": []string{"a"},
 		"properties": map[string]any{"_icon": "home", "_color": "#fff", "_location_type": "auto"}})
-	path := devicesPath + "/" + str(d, "id")
+	path := devicesPath + "/" + jsonString(d, "id")
 	steps := []struct {
 		name  string
 		patch map[string]any
@@ -222,16 +224,16 @@ func TestDevicePatch(t *testing.T) {
 		{"organization by label", map[string]any{"organization": "~acme"}, map[string]any{"organization": map[string]any{
 			"id": org, "label": "acme", "name": "Acme", "url": c.URL + "/api/v2.0/organizations/" + org}}},
 		{"organization null", map[string]any{"organization": nil}, map[string]any{"organization": nil}},
-		{"read-only fields ignored", map[string]any{"id": "x", "createdAt": "y", "variablesNumber": 9}, map[string]any{"variablesNumber": 0.0, "id": str(d, "id")}},
+		{"read-only fields ignored", map[string]any{"id": "x", "createdAt": "y", "variablesNumber": 9}, map[string]any{"variablesNumber": 0.0, "id": jsonString(d, "id")}},
 	}
 	for _, st := range steps {
-		body := expect(t, c.Patch(path, st.patch), 200)
+		body := expectStatus(t, c.Patch(path, st.patch), 200)
 		for k, want := range st.check {
 			if !reflect.DeepEqual(body[k], want) {
 				t.Fatalf("%s: %s = %v, want %v", st.name, k, body[k], want)
 			}
 		}
-		if !reflect.DeepEqual(body, expect(t, c.Get(path), 200)) {
+		if !reflect.DeepEqual(body, expectStatus(t, c.Get(path), 200)) {
 			t.Fatalf("%s: PATCH answer differs from GET", st.name)
 		}
 	}
@@ -244,7 +246,7 @@ func TestDevicePatch(t *testing.T) {
 	}
 	// merged properties over 16 KiB are refused
 	big := strings.Repeat("x", 9000)
-	expect(t, c.Patch(path, map[string]any{"properties": map[string]any{"_icon": big}}), 200)
+	expectStatus(t, c.Patch(path, map[string]any{"properties": map[string]any{"_icon": big}}), 200)
 	expectJSON(t, c.Patch(path, map[string]any{"properties": map[string]any{"_config": map[string]any{"k": map[string]any{"text": big}}}}), 400,
 		`{"code":400001,"message":"Validation Error.","detail":{"properties":["Ensure this object is at most 16384 bytes serialized."]}}`)
 	// a body that is not JSON
@@ -255,10 +257,10 @@ func TestDevicePatch(t *testing.T) {
 func TestDevicePut(t *testing.T) {
 	c, _ := freshClient(t)
 	d := createDevice(t, c, map[string]any{"label": "a", "properties": map[string]any{"_icon": "x"}})
-	path := devicesPath + "/" + str(d, "id")
+	path := devicesPath + "/" + jsonString(d, "id")
 	expectJSON(t, c.Do("PUT", path, map[string]any{"name": "n"}), 400,
 		`{"code":400001,"message":"Validation Error.","detail":{"label":["This field is required."]}}`)
-	got := expect(t, c.Do("PUT", path+"/", map[string]any{"label": "B", "name": "Bee", "properties": map[string]any{"_color": "#123"}}), 200)
+	got := expectStatus(t, c.Do("PUT", path+"/", map[string]any{"label": "B", "name": "Bee", "properties": map[string]any{"_color": "#123"}}), 200)
 	if got["label"] != "b" || got["name"] != "Bee" || !reflect.DeepEqual(got["properties"], map[string]any{"_icon": "x", "_color": "#123"}) {
 		t.Fatalf("PUT result %v", got)
 	}
@@ -270,7 +272,7 @@ func TestDeviceDuplicateLabel(t *testing.T) {
 	createDevice(t, c, map[string]any{"label": "kitchen"})
 	b := createDevice(t, c, map[string]any{"label": "hall"})
 	expectJSON(t, c.Post(devicesPath, map[string]any{"label": "KITCHEN"}), 400, dup)
-	expectJSON(t, c.Patch(devicesPath+"/"+str(b, "id"), map[string]any{"label": "kitchen"}), 400, dup)
+	expectJSON(t, c.Patch(devicesPath+"/"+jsonString(b, "id"), map[string]any{"label": "kitchen"}), 400, dup)
 	expectJSON(t, c.Do("PUT", devicesPath+"/~hall", map[string]any{"label": "kitchen"}), 400, dup)
 	// same label, another account
 	other, _ := freshClient(t)
@@ -300,42 +302,42 @@ func TestDeviceDelete(t *testing.T) {
 	gone := env.Seed(t, tok, "gone", "temp", []testenv.Point{{TS: 1000, Value: 1}, {TS: 2000, Value: 2}})
 	env.Seed(t, tok, "gone", "hum", []testenv.Point{{TS: 1000, Value: 1}})
 	kept := env.Seed(t, tok, "kept", "temp", []testenv.Point{{TS: 1000, Value: 1}})
-	if got := expect(t, c.Get(devicesPath+"/~gone"), 200)["variablesNumber"]; got != 2.0 {
+	if got := expectStatus(t, c.Get(devicesPath+"/~gone"), 200)["variablesNumber"]; got != 2.0 {
 		t.Fatalf("variablesNumber %v", got)
 	}
-	expect(t, c.Delete(devicesPath+"/~gone/"), 204)
+	expectStatus(t, c.Delete(devicesPath+"/~gone/"), 204)
 	expectJSON(t, c.Get(devicesPath+"/"+gone.DeviceID), 404, `{"code":404001,"message":"Not found.","detail":"Device '`+gone.DeviceID+`' was not found."}`)
 	expectJSON(t, c.Get("/api/v2.0/variables/"+gone.VariableID), 404, `{"code":404001,"message":"Not found.","detail":"Variable '`+gone.VariableID+`' was not found."}`)
 	expectJSON(t, c.Delete(devicesPath+"/~gone"), 404, `{"code":404001,"message":"Not found.","detail":"Device '~gone' was not found."}`)
-	if n := count(t, `SELECT count(*) FROM variables WHERE device_id = ?`, gone.DeviceKey); n != 0 {
+	if n := sqlCount(t, `SELECT count(*) FROM variables WHERE device_id = ?`, gone.DeviceKey); n != 0 {
 		t.Fatalf("%d variables left", n)
 	}
-	if n := count(t, `SELECT count(*) FROM "values" WHERE variable_id IN (SELECT id FROM variables WHERE device_id = ?) OR variable_id = ?`, gone.DeviceKey, gone.VariableKey); n != 0 {
+	if n := sqlCount(t, `SELECT count(*) FROM "values" WHERE variable_id IN (SELECT id FROM variables WHERE device_id = ?) OR variable_id = ?`, gone.DeviceKey, gone.VariableKey); n != 0 {
 		t.Fatalf("%d values left", n)
 	}
-	if n := count(t, `SELECT count(*) FROM "values" WHERE variable_id = ?`, kept.VariableKey); n != 1 {
+	if n := sqlCount(t, `SELECT count(*) FROM "values" WHERE variable_id = ?`, kept.VariableKey); n != 1 {
 		t.Fatalf("the other device lost values: %d", n)
 	}
-	expect(t, c.Get(devicesPath+"/~kept"), 200)
+	expectStatus(t, c.Get(devicesPath+"/~kept"), 200)
 }
 
 func TestDeviceVariablesNumber(t *testing.T) {
 	c, _ := freshClient(t)
 	createDevice(t, c, map[string]any{"label": "d"})
 	for _, l := range []string{"a", "b", "c"} {
-		expect(t, c.Post(devicesPath+"/~d/variables", map[string]any{"label": l}), 201)
+		expectStatus(t, c.Post(devicesPath+"/~d/variables", map[string]any{"label": l}), 201)
 	}
-	expect(t, c.Delete(devicesPath+"/~d/variables/~b"), 204)
-	list := expect(t, c.Get(devicesPath+"?label=d"), 200)
-	if got := field(list["results"].([]any)[0].(map[string]any), "variablesNumber"); got != 2.0 {
+	expectStatus(t, c.Delete(devicesPath+"/~d/variables/~b"), 204)
+	list := expectStatus(t, c.Get(devicesPath+"?label=d"), 200)
+	if got := jsonField(list["results"].([]any)[0].(map[string]any), "variablesNumber"); got != 2.0 {
 		t.Fatalf("variablesNumber %v", got)
 	}
 }
 
 func TestDeviceListFilters(t *testing.T) {
 	c, tok := freshClient(t)
-	org := newOrganization(t, tok, "acme", "Acme")
-	newOrganization(t, tok, "other", "Other")
+	org := insertOrganization(t, tok, "acme", "Acme")
+	insertOrganization(t, tok, "other", "Other")
 	ids := map[string]string{}
 	for _, d := range []map[string]any{
 		{"label": "alpha", "name": "Kitchen sensor", "tags": []string{"x", "y"}, "organization": "~acme"},
@@ -343,11 +345,11 @@ func TestDeviceListFilters(t *testing.T) {
 		{"label": "gamma", "name": "Garage", "tags": []string{"y", "z"}},
 		{"label": "tmp-delta", "name": "KITCHEN two", "isActive": false, "organization": "~acme"},
 	} {
-		ids[d["label"].(string)] = str(createDevice(t, c, d), "id")
+		ids[d["label"].(string)] = jsonString(createDevice(t, c, d), "id")
 		time.Sleep(2 * time.Millisecond) // distinct createdAt for the default order
 	}
-	v := expect(t, c.Post(devicesPath+"/~gamma/variables", map[string]any{"label": "t"}), 201)
-	v2 := expect(t, c.Post(devicesPath+"/~beta/variables", map[string]any{"label": "t"}), 201)
+	v := expectStatus(t, c.Post(devicesPath+"/~gamma/variables", map[string]any{"label": "t"}), 201)
+	v2 := expectStatus(t, c.Post(devicesPath+"/~beta/variables", map[string]any{"label": "t"}), 201)
 	// another account's device never shows
 	other, _ := freshClient(t)
 	createDevice(t, other, map[string]any{"label": "alpha", "name": "Kitchen"})
@@ -376,8 +378,8 @@ func TestDeviceListFilters(t *testing.T) {
 		{"organization__id=" + org, []string{"tmp-delta", "alpha"}},
 		{"organization__label=other", []string{"beta"}},
 		{"organization__isnull=true", []string{"gamma"}},
-		{"variables__id__in=" + str(v, "id") + "," + str(v2, "id"), []string{"gamma", "beta"}},
-		{"variables__id=" + str(v, "id"), []string{"gamma"}},
+		{"variables__id__in=" + jsonString(v, "id") + "," + jsonString(v2, "id"), []string{"gamma", "beta"}},
+		{"variables__id=" + jsonString(v, "id"), []string{"gamma"}},
 		{"search=kitchen", []string{"tmp-delta", "alpha"}},
 		{"search=GAM", []string{"gamma"}},
 		{"search=%25", []string{}},
@@ -393,8 +395,8 @@ func TestDeviceListFilters(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.query, func(t *testing.T) {
-			body := expect(t, c.Get(devicesPath+"/?"+tc.query), 200)
-			if got := labels(t, body); !reflect.DeepEqual(got, tc.want) {
+			body := expectStatus(t, c.Get(devicesPath+"/?"+tc.query), 200)
+			if got := resultLabels(t, body); !reflect.DeepEqual(got, tc.want) {
 				t.Fatalf("labels %v, want %v", got, tc.want)
 			}
 			if body["count"] != float64(len(tc.want)) {
@@ -430,8 +432,8 @@ func TestDevicePagination(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.query, func(t *testing.T) {
-			body := expect(t, c.Get(devicesPath+"?"+tc.query), 200)
-			if got := labels(t, body); !reflect.DeepEqual(got, tc.labels) {
+			body := expectStatus(t, c.Get(devicesPath+"?"+tc.query), 200)
+			if got := resultLabels(t, body); !reflect.DeepEqual(got, tc.labels) {
 				t.Fatalf("labels %v, want %v", got, tc.labels)
 			}
 			if body["count"] != tc.countWant {
@@ -450,26 +452,26 @@ func TestDevicePagination(t *testing.T) {
 	}
 	// the token sent as a query parameter authenticates and never appears in links
 	r := c.As("").Get(devicesPath + "?page_size=1&token=" + url.QueryEscape(tok))
-	if body := expect(t, r, 200); strings.Contains(string(r.Body), tok) || body["next"] != base+"?page=2&page_size=1" {
+	if body := expectStatus(t, r, 200); strings.Contains(string(r.Body), tok) || body["next"] != base+"?page=2&page_size=1" {
 		t.Fatalf("token leaked or wrong next: %s", r.Body)
 	}
 }
 
 func TestDevicePageSizeClamp(t *testing.T) {
 	c, tok := freshClient(t)
-	exec(t, `INSERT INTO devices (account_id, label, name) SELECT ?, 'd' || i, 'd' || i FROM generate_series(1, 1001) AS i`, accountID(t, tok))
-	body := expect(t, c.Get(devicesPath+"?page_size=5000"), 200)
+	sqlExec(t, `INSERT INTO devices (account_id, label, name) SELECT ?, 'd' || i, 'd' || i FROM generate_series(1, 1001) AS i`, accountIDOf(t, tok))
+	body := expectStatus(t, c.Get(devicesPath+"?page_size=5000"), 200)
 	if n := len(body["results"].([]any)); n != 1000 || body["count"] != 1001.0 {
 		t.Fatalf("%d results of %v", n, body["count"])
 	}
 	if body["next"] != c.URL+devicesPath+"?page=2&page_size=5000" {
 		t.Fatalf("next %v", body["next"])
 	}
-	body = expect(t, c.Get(devicesPath+"?page_size=5000&page=2"), 200)
+	body = expectStatus(t, c.Get(devicesPath+"?page_size=5000&page=2"), 200)
 	if n := len(body["results"].([]any)); n != 1 {
 		t.Fatalf("page 2 has %d results", n)
 	}
-	if n := len(expect(t, c.Get(devicesPath), 200)["results"].([]any)); n != 50 {
+	if n := len(expectStatus(t, c.Get(devicesPath), 200)["results"].([]any)); n != 50 {
 		t.Fatalf("default page size gave %d", n)
 	}
 }
@@ -478,8 +480,8 @@ func TestDeviceIsolation(t *testing.T) {
 	c, _ := freshClient(t)
 	other, _ := freshClient(t)
 	theirs := createDevice(t, other, map[string]any{"label": "secret"})
-	expect(t, other.Post(devicesPath+"/~secret/variables", map[string]any{"label": "v"}), 201)
-	id := str(theirs, "id")
+	expectStatus(t, other.Post(devicesPath+"/~secret/variables", map[string]any{"label": "v"}), 201)
+	id := jsonString(theirs, "id")
 	notFound := func(key string) string {
 		return `{"code":404001,"message":"Not found.","detail":"Device '` + key + `' was not found."}`
 	}
@@ -508,12 +510,12 @@ func TestDeviceIsolation(t *testing.T) {
 		expectJSON(t, c.Get(devicesPath+"/"+url.PathEscape(key)), 404, notFound(key))
 	}
 	for _, q := range []string{"", "?id=" + id, "?label=secret", "?search=secret"} {
-		if body := expect(t, c.Get(devicesPath+q), 200); body["count"] != 0.0 {
+		if body := expectStatus(t, c.Get(devicesPath+q), 200); body["count"] != 0.0 {
 			t.Fatalf("%s: another account's device listed: %v", q, body)
 		}
 	}
 	// the device is untouched
-	after := expect(t, other.Get(devicesPath+"/"+id), 200)
+	after := expectStatus(t, other.Get(devicesPath+"/"+id), 200)
 	if after["name"] != "secret" || after["variablesNumber"] != 1.0 {
 		t.Fatalf("other account's device changed: %v", after)
 	}
@@ -546,13 +548,13 @@ func TestDeviceRoutesNeedCredentials(t *testing.T) {
 // later page.
 func BenchmarkListDevices(b *testing.B) {
 	c, tok := freshClient(b)
-	exec(b, `INSERT INTO devices (account_id, label, name, is_active, tags, created_at)
+	sqlExec(b, `INSERT INTO devices (account_id, label, name, is_active, tags, created_at)
 		SELECT ?, 'dev-' || i, 'Device ' || i, i % 10 <> 0, ARRAY['t' || (i % 100)],
 			now() - i * interval '1 second'
-		FROM generate_series(1, 100000) AS i`, accountID(b, tok))
-	exec(b, `INSERT INTO devices (account_id, label, name)
-		SELECT ?, 'dev-' || i, 'Device ' || i FROM generate_series(1, 10000) AS i`, accountID(b, env.NewAccount(b)))
-	exec(b, `ANALYZE devices`)
+		FROM generate_series(1, 100000) AS i`, accountIDOf(b, tok))
+	sqlExec(b, `INSERT INTO devices (account_id, label, name)
+		SELECT ?, 'dev-' || i, 'Device ' || i FROM generate_series(1, 10000) AS i`, accountIDOf(b, env.NewAccount(b)))
+	sqlExec(b, `ANALYZE devices`)
 	cases := []struct{ name, query string }{
 		{"page1", ""},
 		{"page1_size1000", "?page_size=1000"},
@@ -570,4 +572,121 @@ func BenchmarkListDevices(b *testing.B) {
 			}
 		})
 	}
+}
+
+// freshClient is a client of a new account, so counts and labels of one test never
+// see another test's rows.
+func freshClient(t testing.TB) (*testenv.Client, string) {
+	t.Helper()
+	tok := env.NewAccount(t)
+	return env.Client(t).As(tok), tok
+}
+
+// accountID is the internal id of the account holding token.
+func accountIDOf(t testing.TB, token string) int64 {
+	t.Helper()
+	var id int64
+	err := env.DB.NewRaw(`SELECT account_id FROM tokens WHERE hash = sha256(convert_to(?, 'UTF8'))`, token).
+		Scan(context.Background(), &id)
+	if err != nil {
+		t.Fatalf("account of token: %v", err)
+	}
+	return id
+}
+
+// exec runs SQL straight on the test database (fixtures the API does not own).
+func sqlExec(t testing.TB, query string, args ...any) {
+	t.Helper()
+	if _, err := env.DB.NewRaw(query, args...).Exec(context.Background()); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+}
+
+// count runs a count query on the test database.
+func sqlCount(t *testing.T, query string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := env.DB.NewRaw(query, args...).Scan(context.Background(), &n); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	return n
+}
+
+// newOrganization inserts an Organization of the token's account and returns its id.
+func insertOrganization(t *testing.T, token, label, name string) string {
+	t.Helper()
+	var id string
+	err := env.DB.NewRaw(`INSERT INTO organizations (account_id, label, name) VALUES (?, ?, ?) RETURNING public_id`,
+		accountIDOf(t, token), label, name).Scan(context.Background(), &id)
+	if err != nil {
+		t.Fatalf("insert organization: %v", err)
+	}
+	return id
+}
+
+// expect asserts the status and returns the body as an object.
+func expectStatus(t testing.TB, r testenv.Response, status int) map[string]any {
+	t.Helper()
+	if r.Status != status {
+		t.Fatalf("status %d, want %d: %s", r.Status, status, r.Body)
+	}
+	if status == 204 {
+		return nil
+	}
+	return r.Object(t)
+}
+
+// expectJSON asserts the status and that the body equals want as JSON.
+func expectJSON(t *testing.T, r testenv.Response, status int, want string) {
+	t.Helper()
+	if r.Status != status {
+		t.Fatalf("status %d, want %d: %s", r.Status, status, r.Body)
+	}
+	var got, exp any
+	if err := json.Unmarshal(r.Body, &got); err != nil {
+		t.Fatalf("body is not JSON: %s", r.Body)
+	}
+	if err := json.Unmarshal([]byte(want), &exp); err != nil {
+		t.Fatalf("want is not JSON: %s", want)
+	}
+	if !reflect.DeepEqual(got, exp) {
+		t.Fatalf("body\n got %s\nwant %s", r.Body, want)
+	}
+}
+
+// labels are the labels of a list body's results, in order.
+func resultLabels(t *testing.T, body map[string]any) []string {
+	t.Helper()
+	out := []string{}
+	for _, r := range body["results"].([]any) {
+		out = append(out, r.(map[string]any)["label"].(string))
+	}
+	return out
+}
+
+// field reads a nested field of a decoded body: jsonField(m, "organization", "id").
+func jsonField(m map[string]any, path ...string) any {
+	var v any = m
+	for _, p := range path {
+		obj, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		v = obj[p]
+	}
+	return v
+}
+
+func jsonString(m map[string]any, path ...string) string {
+	s, _ := jsonField(m, path...).(string)
+	return s
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

@@ -14,15 +14,15 @@ const variablesPath = "/api/v2.0/variables"
 
 func createVariable(t *testing.T, c *testenv.Client, deviceKey string, body map[string]any) map[string]any {
 	t.Helper()
-	return expect(t, c.Post(devicesPath+"/"+deviceKey+"/variables/", body), 201)
+	return expectStatus(t, c.Post(devicesPath+"/"+deviceKey+"/variables/", body), 201)
 }
 
 func TestVariableCreateDefaults(t *testing.T) {
 	c, _ := freshClient(t)
-	did := str(createDevice(t, c, map[string]any{"label": "kitchen", "name": "Kitchen"}), "id")
+	did := jsonString(createDevice(t, c, map[string]any{"label": "kitchen", "name": "Kitchen"}), "id")
 	v := createVariable(t, c, "~kitchen", map[string]any{"label": "Temperature"})
-	id := str(v, "id")
-	if !idRe.MatchString(id) || !createdAtRe.MatchString(str(v, "createdAt")) {
+	id := jsonString(v, "id")
+	if !idRe.MatchString(id) || !createdAtRe.MatchString(jsonString(v, "createdAt")) {
 		t.Fatalf("id %q createdAt %q", id, v["createdAt"])
 	}
 	want := fmt.Sprintf(`{"id":%[1]q,"label":"temperature","name":"temperature","description":"",
@@ -34,6 +34,12 @@ func TestVariableCreateDefaults(t *testing.T) {
 		devicesPath + "/" + did + "/variables/" + id, devicesPath + "/~kitchen/variables/~temperature",
 		devicesPath + "/~KITCHEN/variables/~TEMPERATURE/"} {
 		expectJSON(t, c.Get(path), 200, want)
+	}
+	// under another Device of the same account the Variable is not found
+	createDevice(t, c, map[string]any{"label": "hall"})
+	for _, key := range []string{id, "~temperature"} {
+		expectJSON(t, c.Get(devicesPath+"/~hall/variables/"+key), 404,
+			`{"code":404001,"message":"Not found.","detail":"Variable '`+key+`' was not found."}`)
 	}
 }
 
@@ -57,21 +63,21 @@ func TestVariableLastValue(t *testing.T) {
 	c, tok := freshClient(t)
 	s := env.Seed(t, tok, "d", "temp", nil)
 	path := variablesPath + "/" + s.VariableID
-	if got := expect(t, c.Get(path), 200); !reflect.DeepEqual(got["lastValue"], map[string]any{}) || got["lastActivity"] != nil {
+	if got := expectStatus(t, c.Get(path), 200); !reflect.DeepEqual(got["lastValue"], map[string]any{}) || got["lastActivity"] != nil {
 		t.Fatalf("empty variable: lastValue %v lastActivity %v", got["lastValue"], got["lastActivity"])
 	}
 	// the last_value columns are kept by ingestion; the API renders them
-	exec(t, `UPDATE variables SET last_value = 21.5, last_value_ts = to_timestamp(1700000000.5),
+	sqlExec(t, `UPDATE variables SET last_value = 21.5, last_value_ts = to_timestamp(1700000000.5),
 		last_value_context = '{"door":"open"}', last_value_created = to_timestamp(1700000001.25),
 		last_activity = to_timestamp(1700000001.25) WHERE id = ?`, s.VariableKey)
-	got := expect(t, c.Get(path), 200)
+	got := expectStatus(t, c.Get(path), 200)
 	want := map[string]any{"value": 21.5, "timestamp": 1700000000500.0, "context": map[string]any{"door": "open"}, "created_at": 1700000001250.0}
 	if !reflect.DeepEqual(got["lastValue"], want) || got["lastActivity"] != 1700000001250.0 {
 		t.Fatalf("lastValue %v lastActivity %v", got["lastValue"], got["lastActivity"])
 	}
 	// a value without context shows an empty context
-	exec(t, `UPDATE variables SET last_value_context = NULL WHERE id = ?`, s.VariableKey)
-	if ctx := field(expect(t, c.Get(path), 200), "lastValue", "context"); !reflect.DeepEqual(ctx, map[string]any{}) {
+	sqlExec(t, `UPDATE variables SET last_value_context = NULL WHERE id = ?`, s.VariableKey)
+	if ctx := jsonField(expectStatus(t, c.Get(path), 200), "lastValue", "context"); !reflect.DeepEqual(ctx, map[string]any{}) {
 		t.Fatalf("context %v", ctx)
 	}
 }
@@ -103,7 +109,7 @@ func TestVariableValidation(t *testing.T) {
 				`{"code":400001,"message":"Validation Error.","detail":`+tc.detail+`}`)
 		})
 	}
-	if n := count(t, `SELECT count(*) FROM variables WHERE account_id = ?`, accountID(t, tok)); n != 0 {
+	if n := sqlCount(t, `SELECT count(*) FROM variables WHERE account_id = ?`, accountIDOf(t, tok)); n != 0 {
 		t.Fatalf("%d variables written by invalid requests", n)
 	}
 	expectJSON(t, c.Post(devicesPath+"/~nope/variables", map[string]any{"label": "v"}), 404,
@@ -129,11 +135,11 @@ func TestVariablePatchPutDelete(t *testing.T) {
 	byID := variablesPath + "/" + s.VariableID
 	byDevice := devicesPath + "/~d/variables/~temp"
 
-	got := expect(t, c.Patch(byID, map[string]any{"name": "Temp", "unit": "C", "properties": map[string]any{"a": 1, "b": 2}}), 200)
+	got := expectStatus(t, c.Patch(byID, map[string]any{"name": "Temp", "unit": "C", "properties": map[string]any{"a": 1, "b": 2}}), 200)
 	if got["name"] != "Temp" || got["unit"] != "C" || got["label"] != "temp" {
 		t.Fatalf("PATCH by id: %v", got)
 	}
-	got = expect(t, c.Patch(byDevice, map[string]any{"properties": map[string]any{"b": nil, "c": 3}, "icon": "fire"}), 200)
+	got = expectStatus(t, c.Patch(byDevice, map[string]any{"properties": map[string]any{"b": nil, "c": 3}, "icon": "fire"}), 200)
 	if !reflect.DeepEqual(got["properties"], map[string]any{"a": 1.0, "c": 3.0}) || got["icon"] != "fire" || got["name"] != "Temp" {
 		t.Fatalf("PATCH by device path: %v", got)
 	}
@@ -145,19 +151,19 @@ func TestVariablePatchPutDelete(t *testing.T) {
 	}
 	expectJSON(t, c.Do("PUT", byID, map[string]any{"name": "x"}), 400,
 		`{"code":400001,"message":"Validation Error.","detail":{"label":["This field is required."]}}`)
-	got = expect(t, c.Do("PUT", byDevice, map[string]any{"label": "Temp2", "description": "d"}), 200)
+	got = expectStatus(t, c.Do("PUT", byDevice, map[string]any{"label": "Temp2", "description": "d"}), 200)
 	if got["label"] != "temp2" || got["description"] != "d" || got["name"] != "Temp" {
 		t.Fatalf("PUT: %v", got)
 	}
 
-	expect(t, c.Delete(byID), 204)
+	expectStatus(t, c.Delete(byID), 204)
 	expectJSON(t, c.Get(byID), 404, `{"code":404001,"message":"Not found.","detail":"Variable '`+s.VariableID+`' was not found."}`)
-	expect(t, c.Delete(devicesPath+"/~d/variables/~hum/"), 204)
+	expectStatus(t, c.Delete(devicesPath+"/~d/variables/~hum/"), 204)
 	expectJSON(t, c.Delete(devicesPath+"/~d/variables/~hum"), 404, `{"code":404001,"message":"Not found.","detail":"Variable '~hum' was not found."}`)
-	if n := count(t, `SELECT count(*) FROM "values" WHERE variable_id IN (?, ?)`, s.VariableKey, kept.VariableKey); n != 0 {
+	if n := sqlCount(t, `SELECT count(*) FROM "values" WHERE variable_id IN (?, ?)`, s.VariableKey, kept.VariableKey); n != 0 {
 		t.Fatalf("%d values left after deleting their variables", n)
 	}
-	if got := expect(t, c.Get(devicesPath+"/~d"), 200)["variablesNumber"]; got != 0.0 {
+	if got := expectStatus(t, c.Get(devicesPath+"/~d"), 200)["variablesNumber"]; got != 0.0 {
 		t.Fatalf("variablesNumber %v", got)
 	}
 }
@@ -170,7 +176,7 @@ func TestVariableLists(t *testing.T) {
 	for _, v := range []struct{ device, label, name string }{
 		{"a", "temp", "Temperature"}, {"a", "hum", "Humidity"}, {"b", "temp", "Temp B"}, {"b", "co2", "CO2"},
 	} {
-		ids[v.device+"/"+v.label] = str(createVariable(t, c, "~"+v.device, map[string]any{"label": v.label, "name": v.name}), "id")
+		ids[v.device+"/"+v.label] = jsonString(createVariable(t, c, "~"+v.device, map[string]any{"label": v.label, "name": v.name}), "id")
 	}
 	other, _ := freshClient(t)
 	createDevice(t, other, map[string]any{"label": "a"})
@@ -179,7 +185,7 @@ func TestVariableLists(t *testing.T) {
 	deviceOf := func(body map[string]any) []string {
 		out := []string{}
 		for _, r := range body["results"].([]any) {
-			out = append(out, str(r.(map[string]any), "device", "label")+"/"+str(r.(map[string]any), "label"))
+			out = append(out, jsonString(r.(map[string]any), "device", "label")+"/"+jsonString(r.(map[string]any), "label"))
 		}
 		return out
 	}
@@ -189,13 +195,13 @@ func TestVariableLists(t *testing.T) {
 	}{
 		{variablesPath, []string{"b/co2", "b/temp", "a/hum", "a/temp"}},
 		{devicesPath + "/~a/variables", []string{"a/hum", "a/temp"}},
-		{devicesPath + "/" + str(a, "id") + "/variables?sort_by=label", []string{"a/hum", "a/temp"}},
+		{devicesPath + "/" + jsonString(a, "id") + "/variables?sort_by=label", []string{"a/hum", "a/temp"}},
 		{devicesPath + "/~b/variables?label=temp", []string{"b/temp"}},
 		{variablesPath + "?label=temp", []string{"b/temp", "a/temp"}},
 		{variablesPath + "?id=" + ids["a/hum"], []string{"a/hum"}},
 		{variablesPath + "?id__in=" + ids["a/hum"] + "," + ids["b/co2"], []string{"b/co2", "a/hum"}},
-		{variablesPath + "?device=" + str(a, "id"), []string{"a/hum", "a/temp"}},
-		{variablesPath + "?device__id=" + str(a, "id"), []string{"a/hum", "a/temp"}},
+		{variablesPath + "?device=" + jsonString(a, "id"), []string{"a/hum", "a/temp"}},
+		{variablesPath + "?device__id=" + jsonString(a, "id"), []string{"a/hum", "a/temp"}},
 		{variablesPath + "?device__label=b", []string{"b/co2", "b/temp"}},
 		{variablesPath + "?device__label__in=a,b&label__in=co2,hum", []string{"b/co2", "a/hum"}},
 		{variablesPath + "?search=temp", []string{"b/temp", "a/temp"}},
@@ -204,13 +210,13 @@ func TestVariableLists(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.path, func(t *testing.T) {
-			body := expect(t, c.Get(tc.path), 200)
+			body := expectStatus(t, c.Get(tc.path), 200)
 			if got := deviceOf(body); !reflect.DeepEqual(got, tc.want) || body["count"] != float64(len(tc.want)) {
 				t.Fatalf("got %v (count %v), want %v", got, body["count"], tc.want)
 			}
 		})
 	}
-	body := expect(t, c.Get(variablesPath+"?page_size=3&page=2&label__in=temp,hum,co2"), 200)
+	body := expectStatus(t, c.Get(variablesPath+"?page_size=3&page=2&label__in=temp,hum,co2"), 200)
 	if body["count"] != 4.0 || len(body["results"].([]any)) != 1 || body["next"] != nil ||
 		body["previous"] != c.URL+variablesPath+"?label__in=temp%2Chum%2Cco2&page=1&page_size=3" {
 		t.Fatalf("page 2: %s", mustJSON(t, body))
@@ -223,7 +229,7 @@ func TestVariableIsolation(t *testing.T) {
 	d := createDevice(t, other, map[string]any{"label": "secret"})
 	v := createVariable(t, other, "~secret", map[string]any{"label": "v"})
 	createDevice(t, c, map[string]any{"label": "mine"})
-	id := str(v, "id")
+	id := jsonString(v, "id")
 	varNotFound := func(key string) string {
 		return `{"code":404001,"message":"Not found.","detail":"Variable '` + key + `' was not found."}`
 	}
@@ -244,18 +250,18 @@ func TestVariableIsolation(t *testing.T) {
 		// a label is only a key under its device
 		{"GET", variablesPath + "/~v", nil, varNotFound("~v")},
 		{"GET", variablesPath + "/nothex", nil, varNotFound("nothex")},
-		{"GET", devicesPath + "/" + str(d, "id") + "/variables/" + id, nil,
-			`{"code":404001,"message":"Not found.","detail":"Device '` + str(d, "id") + `' was not found."}`},
+		{"GET", devicesPath + "/" + jsonString(d, "id") + "/variables/" + id, nil,
+			`{"code":404001,"message":"Not found.","detail":"Device '` + jsonString(d, "id") + `' was not found."}`},
 	}
 	for _, tc := range cases {
 		expectJSON(t, c.Do(tc.method, tc.path, tc.body), 404, tc.detail)
 	}
-	for _, q := range []string{"", "?id=" + id, "?device=" + str(d, "id"), "?device__label=secret", "?search=v"} {
-		if body := expect(t, c.Get(variablesPath+q), 200); body["count"] != 0.0 {
+	for _, q := range []string{"", "?id=" + id, "?device=" + jsonString(d, "id"), "?device__label=secret", "?search=v"} {
+		if body := expectStatus(t, c.Get(variablesPath+q), 200); body["count"] != 0.0 {
 			t.Fatalf("%s: another account's variable listed: %v", q, body)
 		}
 	}
-	if got := expect(t, other.Get(variablesPath+"/"+url.PathEscape(id)), 200); got["name"] != "v" {
+	if got := expectStatus(t, other.Get(variablesPath+"/"+url.PathEscape(id)), 200); got["name"] != "v" {
 		t.Fatalf("other account's variable changed: %v", got)
 	}
 }
