@@ -66,7 +66,8 @@ func (s *Server) createDevice(c *gin.Context) error {
 	}
 	d := &model.Device{AccountID: account(c).ID, IsActive: true, Tags: []string{}, Properties: json.RawMessage("{}")}
 	err = s.DB.RunInTx(c, nil, func(ctx context.Context, tx bun.Tx) error {
-		if err := applyDevice(ctx, tx, raw, d, true); err != nil {
+		var err error // the transaction's own, not the handler's
+		if err = applyDevice(ctx, tx, raw, d, true); err != nil {
 			return err
 		}
 		if err := store.InsertDevice(ctx, tx, d); err != nil {
@@ -91,6 +92,7 @@ func (s *Server) updateDevice(full bool) handlerFunc {
 		}
 		var d *model.Device
 		err = s.DB.RunInTx(c, nil, func(ctx context.Context, tx bun.Tx) error {
+			var err error // the transaction's own, not the handler's
 			if d, err = findDevice(ctx, tx, account(c).ID, c.Param("device"), true); err != nil {
 				return err
 			}

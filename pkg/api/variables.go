@@ -106,6 +106,7 @@ func (s *Server) updateVariable(full bool) handlerFunc {
 		}
 		var v *model.Variable
 		err = s.DB.RunInTx(c, nil, func(ctx context.Context, tx bun.Tx) error {
+			var err error // the transaction's own, not the handler's
 			if v, err = findVariable(ctx, tx, c, true); err != nil {
 				return err
 			}
