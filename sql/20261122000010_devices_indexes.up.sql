@@ -7,7 +7,9 @@ CREATE EXTENSION IF NOT EXISTS pg_trgm;
 -- Replaces devices_account_created_idx, whose DESC (NULLS FIRST) order the lists never use.
 CREATE INDEX devices_account_created_nl_idx ON devices (account_id, created_at DESC NULLS LAST, id DESC);
 DROP INDEX devices_account_created_idx;
-CREATE INDEX devices_account_name_idx ON devices (account_id, name);
+-- sort_by=label|name: "ASC NULLS FIRST, id ASC" (DESC NULLS LAST scans it backwards)
+CREATE INDEX devices_account_label_idx ON devices (account_id, label NULLS FIRST, id);
+CREATE INDEX devices_account_name_idx ON devices (account_id, name NULLS FIRST, id);
 CREATE INDEX devices_account_activity_idx ON devices (account_id, last_activity DESC NULLS LAST, id DESC);
 
 --bun:split
@@ -21,4 +23,4 @@ CREATE INDEX devices_name_trgm_idx ON devices USING gin (name gin_trgm_ops);
 CREATE INDEX variables_account_created_nl_idx ON variables (account_id, created_at DESC NULLS LAST, id DESC);
 DROP INDEX variables_account_created_idx;
 CREATE INDEX variables_device_created_idx ON variables (device_id, created_at DESC NULLS LAST, id DESC);
-CREATE INDEX variables_account_label_idx ON variables (account_id, label);
+CREATE INDEX variables_account_label_idx ON variables (account_id, label NULLS FIRST, id);

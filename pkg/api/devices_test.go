@@ -561,6 +561,7 @@ func BenchmarkListDevices(b *testing.B) {
 		{"filtered", "?isActive=false&tags__contains=t40&sort_by=label&page=3&page_size=20"},
 		{"id_in", "?id__in=0123456789abcdef01234567,abcdefabcdefabcdefabcdef"},
 		{"search", "?search=dev-4242"},
+		{"sorted_by_name", "?sort_by=-name"},
 		{"deep_page", "?page=1000&page_size=100"},
 	}
 	for _, tc := range cases {
