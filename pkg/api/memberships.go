@@ -89,26 +89,13 @@ func readAssignments(items []json.RawMessage, errs apierr.Fields, withRole bool)
 		}
 		o := validate.NewObject(m, errs, strconv.Itoa(i)+".")
 		o.Require("label")
-		out[i].org = readLabel(o, "label")
+		out[i].org, _ = o.Label("label")
 		if withRole {
 			o.Require("role")
-			out[i].role = readLabel(o, "role")
+			out[i].role, _ = o.Label("role")
 		}
 	}
 	return out
-}
-
-func readLabel(o *validate.Object, name string) string {
-	v, ok := o.String(name, 0)
-	if !ok {
-		return ""
-	}
-	l, valid := validate.Label(v)
-	if !valid {
-		o.Fail(name, validate.MsgLabel)
-		return ""
-	}
-	return l
 }
 
 // resolveAssignments maps labels to the account's rows; an unknown one is a message on

@@ -37,7 +37,7 @@ func (s *Server) createOrganization(c *gin.Context) error {
 	o := validate.NewObject(raw, errs, "")
 	o.Require("label")
 	org := &model.Organization{AccountID: account(c).ID, Properties: json.RawMessage("{}")}
-	readOrganization(o, org)
+	readOrganizationFields(o, org)
 	if err := errs.Err(); err != nil {
 		return err
 	}
@@ -92,7 +92,7 @@ func (s *Server) updateOrganization(c *gin.Context, required ...string) error {
 	errs := apierr.Fields{}
 	o := validate.NewObject(raw, errs, "")
 	o.Require(required...)
-	cols := readOrganization(o, org)
+	cols := readOrganizationFields(o, org)
 	if err := errs.Err(); err != nil {
 		return err
 	}
@@ -136,16 +136,12 @@ func organizationStoreError(err error) error {
 	return err
 }
 
-// readOrganization applies the sent fields to org and returns the columns that changed.
-func readOrganization(o *validate.Object, org *model.Organization) []string {
+// readOrganizationFields applies the sent fields to org and returns the columns that changed.
+func readOrganizationFields(o *validate.Object, org *model.Organization) []string {
 	var cols []string
-	if v, ok := o.String("label", 0); ok {
-		if l, valid := validate.Label(v); valid {
-			org.Label = l
-			cols = append(cols, "label")
-		} else {
-			o.Fail("label", validate.MsgLabel)
-		}
+	if l, ok := o.Label("label"); ok {
+		org.Label = l
+		cols = append(cols, "label")
 	}
 	if v, ok := o.String("name", 200); ok {
 		if v == "" {

@@ -30,7 +30,7 @@ func TestOrganizationCreate(t *testing.T) {
 			t.Errorf("%s = %#v, want %#v", k, o[k], v)
 		}
 	}
-	if s, _ := o["createdAt"].(string); !timestampRe.MatchString(s) || len(o) != 7 {
+	if s, _ := o["createdAt"].(string); !createdAtRe.MatchString(s) || len(o) != 7 {
 		t.Errorf("body %v", o)
 	}
 	full := map[string]any{"label": "b", "name": "Acme B", "description": "the B plant",
@@ -190,7 +190,7 @@ func TestRoles(t *testing.T) {
 		role := body["results"].([]any)[i].(map[string]any)
 		id, _ := role["id"].(string)
 		if !idRe.MatchString(id) || role["label"] != label || role["name"] != label ||
-			role["url"] != c.URL+"/api/v2.0/roles/"+id || !timestampRe.MatchString(role["createdAt"].(string)) {
+			role["url"] != c.URL+"/api/v2.0/roles/"+id || !createdAtRe.MatchString(role["createdAt"].(string)) {
 			t.Fatalf("role %d: %v", i, role)
 		}
 		for _, key := range []string{id, "~" + label} {

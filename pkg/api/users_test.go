@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net/http"
 	"reflect"
-	"regexp"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -22,9 +21,7 @@ import (
 )
 
 var (
-	idRe        = regexp.MustCompile(`^[0-9a-f]{24}$`)
-	timestampRe = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$`)
-	nameSeq     atomic.Int64
+	nameSeq atomic.Int64
 )
 
 // uniqueName makes usernames unique across the whole test database (they are global).
@@ -121,7 +118,7 @@ func TestUserCreateDefaults(t *testing.T) {
 			t.Errorf("%s = %#v, want %#v", k, u[k], v)
 		}
 	}
-	if s, _ := u["createdAt"].(string); !timestampRe.MatchString(s) {
+	if s, _ := u["createdAt"].(string); !createdAtRe.MatchString(s) {
 		t.Errorf("createdAt %q", s)
 	}
 	props, _ := u["properties"].(map[string]any)

@@ -15,3 +15,11 @@ func NullableTimestamp(t *time.Time) *string {
 	s := Timestamp(*t)
 	return &s
 }
+
+// nonNil renders a nil slice as [] rather than null.
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}

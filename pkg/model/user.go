@@ -119,10 +119,3 @@ func (u *User) properties() map[string]json.RawMessage {
 	p[PasswordTimestampKey] = json.RawMessage(strconv.FormatInt(u.PasswordUpdatedAt.UnixMilli(), 10))
 	return p
 }
-
-func nonNil[T any](s []T) []T {
-	if s == nil {
-		return []T{}
-	}
-	return s
-}

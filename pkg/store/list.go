@@ -1,7 +1,9 @@
 package store
 
 import (
+	"context"
 	"fmt"
+	"math"
 	"net/url"
 	"strconv"
 	"strings"
@@ -23,6 +25,7 @@ const (
 	Bool              // true/false
 	Time              // ms since the epoch, or RFC 3339
 	Array             // text[] (tags; related ids): exact/contains = has all, in = has any
+	Int               // integer counters
 )
 
 // Field is a filterable, sortable field of a list: its API name maps to a SQL
@@ -32,6 +35,10 @@ type Field struct {
 	Kind       Kind
 	Sortable   bool
 	Searchable bool // matched by search=text
+	// Via filters through a related table: Column is the related table's column and
+	// the condition is spliced into Via's %s, e.g.
+	// "d.id IN (SELECT v.device_id FROM variables v WHERE %s)".
+	Via string
 }
 
 // ListParams is a parsed DRF-style list request.
@@ -49,6 +56,9 @@ type cond struct {
 const (
 	defaultPageSize = 50
 	maxPageSize     = 1000
+	// maxPage keeps (page-1)*page_size within an int64 OFFSET; any such page is
+	// past the end of every list.
+	maxPage = math.MaxInt64 / maxPageSize
 )
 
 var lookups = map[string]bool{"exact": true, "iexact": true, "in": true, "contains": true, "icontains": true,
@@ -62,13 +72,15 @@ var lookups = map[string]bool{"exact": true, "iexact": true, "in": true, "contai
 func ParseList(q url.Values, fields map[string]Field, defaultSort, tiebreak string) ListParams {
 	p := ListParams{Page: 1, PageSize: defaultPageSize}
 	if n, err := strconv.Atoi(q.Get("page")); err == nil && n >= 1 {
-		p.Page = n
+		p.Page = min(n, maxPage)
 	}
 	if n, err := strconv.Atoi(q.Get("page_size")); err == nil && n >= 1 {
 		p.PageSize = min(n, maxPageSize)
 	}
 	p.order = orderBy(q.Get("sort_by"), fields, defaultSort, tiebreak)
-	if s := q.Get("search"); s != "" {
+	if s := q.Get("search"); strings.ContainsRune(s, 0) {
+		p.conds = append(p.conds, nothing)
+	} else if s != "" {
 		p.conds = append(p.conds, searchCond(s, fields))
 	}
 	for key, vals := range q {
@@ -78,7 +90,13 @@ func ParseList(q url.Values, fields map[string]Field, defaultSort, tiebreak stri
 			continue
 		}
 		for _, v := range vals {
-			c := filterCond(f, lookup, v)
+			c := nothing // PostgreSQL text cannot hold NUL: such a value matches nothing
+			if !strings.ContainsRune(v, 0) {
+				c = filterCond(f, lookup, v)
+			}
+			if f.Via != "" {
+				c.sql = fmt.Sprintf(f.Via, c.sql)
+			}
 			if negate {
 				c.sql = "(" + c.sql + ") IS NOT TRUE"
 			}
@@ -90,10 +108,34 @@ func ParseList(q url.Values, fields map[string]Field, defaultSort, tiebreak stri
 
 // Apply adds the filters, order and page to a select.
 func (p ListParams) Apply(sel *bun.SelectQuery) *bun.SelectQuery {
+	return p.Order(p.Filter(sel)).Limit(int64(p.PageSize)).Offset(int64(p.Page-1) * int64(p.PageSize))
+}
+
+// Filter adds only the filters (for the count of all matches).
+func (p ListParams) Filter(sel *bun.SelectQuery) *bun.SelectQuery {
 	for _, c := range p.conds {
 		sel = sel.Where(c.sql, c.args...)
 	}
-	return sel.OrderExpr(p.order).Limit(int64(p.PageSize)).Offset(int64(p.Page-1) * int64(p.PageSize))
+	return sel
+}
+
+// Order adds only the order.
+func (p ListParams) Order(sel *bun.SelectQuery) *bun.SelectQuery { return sel.OrderExpr(p.order) }
+
+// ScanPage reads page p into full's model and returns the count of all matches. base
+// selects the scoped, joined rows without columns; the page's keys (idCol) are chosen
+// from it first, so an index-only scan can skip the rows before a deep page instead of
+// fetching and sorting them all (a deferred join).
+func ScanPage(ctx context.Context, p ListParams, base func() *bun.SelectQuery, idCol string, full *bun.SelectQuery) (int, error) {
+	ids := p.Apply(base().ColumnExpr(idCol))
+	if err := p.Order(full.Where(idCol+" IN (?)", ids)).Scan(ctx); err != nil {
+		return 0, fmt.Errorf("read page: %w", err)
+	}
+	n, err := p.Filter(base()).Count(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("count: %w", err)
+	}
+	return int(n), nil
 }
 
 func splitFilter(key string) (name, lookup string, negate bool) {
@@ -228,6 +270,12 @@ func values(k Kind, in []string) ([]any, bool) {
 				return nil, false
 			}
 			out = append(out, b)
+		case Int:
+			n, err := strconv.ParseInt(s, 10, 64)
+			if err != nil {
+				return nil, false
+			}
+			out = append(out, n)
 		case Time:
 			t, ok := parseTime(s)
 			if !ok {

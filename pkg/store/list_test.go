@@ -18,6 +18,8 @@ var testFields = map[string]Field{
 	"isActive":  {Column: "d.is_active", Kind: Bool},
 	"createdAt": {Column: "d.created_at", Kind: Time, Sortable: true},
 	"tags":      {Column: "d.tags", Kind: Array},
+	"count":     {Column: "d.variables_number", Kind: Int},
+	"vars__id":  {Column: "v.public_id", Kind: ID, Via: "d.id IN (SELECT v.device_id FROM variables v WHERE %s)"},
 }
 
 func compileList(t *testing.T, query string) string {
@@ -40,6 +42,7 @@ func TestParseList(t *testing.T) {
 	cases := []struct{ query, want string }{
 		{"", base + ` ORDER BY d.created_at DESC NULLS LAST, d.id DESC LIMIT 50`},
 		{"page=3&page_size=5000&sort_by=label", base + ` ORDER BY d.label ASC NULLS FIRST, d.id ASC LIMIT 1000 OFFSET 2000`},
+		{"page=9223372036854775807&page_size=1000", base + ` ORDER BY d.created_at DESC NULLS LAST, d.id DESC LIMIT 1000 OFFSET 9223372036854774000`},
 		{"sort_by=-nosuch&page=-1&page_size=x", base + ` ORDER BY d.created_at DESC NULLS LAST, d.id DESC LIMIT 50`},
 		{"id=0123456789abcdef01234567", base + ` WHERE (d.public_id = '0123456789abcdef01234567') ORDER BY d.created_at DESC NULLS LAST, d.id DESC LIMIT 50`},
 		{"id=not-an-id", base + ` WHERE (FALSE) ORDER BY d.created_at DESC NULLS LAST, d.id DESC LIMIT 50`},
@@ -49,6 +52,12 @@ func TestParseList(t *testing.T) {
 		{"isActive=false", base + ` WHERE (d.is_active = FALSE) ORDER BY d.created_at DESC NULLS LAST, d.id DESC LIMIT 50`},
 		{"tags__contains=a,b", base + ` WHERE (d.tags @> '{"a","b"}') ORDER BY d.created_at DESC NULLS LAST, d.id DESC LIMIT 50`},
 		{"createdAt__gte=0", base + ` WHERE (d.created_at >= '1970-01-01 00:00:00+00:00') ORDER BY d.created_at DESC NULLS LAST, d.id DESC LIMIT 50`},
+		{"count__gte=2", base + ` WHERE (d.variables_number >= 2) ORDER BY d.created_at DESC NULLS LAST, d.id DESC LIMIT 50`},
+		{"count=two", base + ` WHERE (FALSE) ORDER BY d.created_at DESC NULLS LAST, d.id DESC LIMIT 50`},
+		{"vars__id__in=0123456789abcdef01234567", base + ` WHERE (d.id IN (SELECT v.device_id FROM variables v WHERE v.public_id IN ('0123456789abcdef01234567'))) ORDER BY d.created_at DESC NULLS LAST, d.id DESC LIMIT 50`},
+		{"vars__id!=0123456789abcdef01234567", base + ` WHERE ((d.id IN (SELECT v.device_id FROM variables v WHERE v.public_id = '0123456789abcdef01234567')) IS NOT TRUE) ORDER BY d.created_at DESC NULLS LAST, d.id DESC LIMIT 50`},
+		{"label=a%00b", base + ` WHERE (FALSE) ORDER BY d.created_at DESC NULLS LAST, d.id DESC LIMIT 50`},
+		{"search=%00", base + ` WHERE (FALSE) ORDER BY d.created_at DESC NULLS LAST, d.id DESC LIMIT 50`},
 		{"label__isnull=maybe&unknown=1", base + ` WHERE (FALSE) ORDER BY d.created_at DESC NULLS LAST, d.id DESC LIMIT 50`},
 	}
 	for _, c := range cases {

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/sensordata/sensorapi/pkg/apierr"
@@ -24,6 +25,9 @@ const (
 	MsgBool     = "Must be a valid boolean."
 	MsgObject   = "Expected an object."
 	MsgList     = "Expected a list of items."
+	// PostgreSQL text cannot hold NUL, so it is refused up front rather than failing
+	// (or being altered) in the database.
+	MsgNUL = "Null characters are not allowed."
 )
 
 // Object reads the fields of one JSON object. Field paths in messages are Prefix + name.
@@ -75,6 +79,10 @@ func (o *Object) String(name string, max int) (s string, ok bool) {
 	}
 	if err := json.Unmarshal(v, &s); err != nil {
 		o.Fail(name, MsgString)
+		return "", false
+	}
+	if strings.ContainsRune(s, 0) {
+		o.Fail(name, MsgNUL)
 		return "", false
 	}
 	if max > 0 && utf8.RuneCountInString(s) > max {
@@ -195,6 +203,9 @@ func (o *Object) Tags(name string) ([]string, bool) {
 		case json.Unmarshal(it, &s) != nil || bytes.Equal(bytes.TrimSpace(it), []byte("null")):
 			o.Fail(fmt.Sprintf("%s.%d", name, i), MsgString)
 			valid = false
+		case strings.ContainsRune(s, 0):
+			o.Fail(fmt.Sprintf("%s.%d", name, i), MsgNUL)
+			valid = false
 		case utf8.RuneCountInString(s) > 50:
 			o.Fail(fmt.Sprintf("%s.%d", name, i), "Ensure this field has no more than 50 characters.")
 			valid = false
@@ -216,12 +227,46 @@ func (o *Object) Properties(name string) (json.RawMessage, bool) {
 		o.Fail(name, MsgObject)
 		return nil, false
 	}
+	if hasNUL(m) {
+		o.Fail(name, MsgNUL)
+		return nil, false
+	}
 	compact, _ := json.Marshal(m)
 	if len(compact) > 16<<10 {
 		o.Fail(name, "Ensure this object is at most 16384 bytes serialized.")
 		return nil, false
 	}
 	return compact, true
+}
+
+// hasNUL tells whether a key or string anywhere in a JSON value holds a NUL.
+func hasNUL(v any) bool {
+	switch t := v.(type) {
+	case string:
+		return strings.ContainsRune(t, 0)
+	case json.RawMessage:
+		var d any
+		return json.Unmarshal(t, &d) == nil && hasNUL(d)
+	case map[string]json.RawMessage:
+		for k, e := range t {
+			if strings.ContainsRune(k, 0) || hasNUL(e) {
+				return true
+			}
+		}
+	case map[string]any:
+		for k, e := range t {
+			if strings.ContainsRune(k, 0) || hasNUL(e) {
+				return true
+			}
+		}
+	case []any:
+		for _, e := range t {
+			if hasNUL(e) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // parseInt accepts a JSON integer (also written as 10.0 or 1e3) that fits an int64.
@@ -244,4 +289,18 @@ func parseInt(v json.RawMessage) (int64, error) {
 		return 0, fmt.Errorf("not an integer: %s", n)
 	}
 	return int64(f), nil
+}
+
+// Label reads a label field: lowercased, then checked against the label rule (API.md §3).
+func (o *Object) Label(name string) (string, bool) {
+	v, ok := o.String(name, 0)
+	if !ok {
+		return "", false
+	}
+	l, valid := Label(v)
+	if !valid {
+		o.Fail(name, MsgLabel)
+		return "", false
+	}
+	return l, true
 }

@@ -1,0 +1,243 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+	"github.com/uptrace/bun"
+
+	"github.com/sensordata/sensorapi/pkg/apierr"
+	"github.com/sensordata/sensorapi/pkg/model"
+	"github.com/sensordata/sensorapi/pkg/store"
+	"github.com/sensordata/sensorapi/pkg/validate"
+)
+
+// Text limits of Devices and Variables (API.md §3).
+const (
+	maxName        = 200
+	maxDescription = 2000
+	maxProperties  = 16 << 10
+)
+
+func (s *Server) deviceRoutes(v2 *gin.RouterGroup) {
+	v2.GET("/devices", wrap(s.listDevices))
+	v2.POST("/devices", wrap(s.createDevice))
+	v2.GET("/devices/:device", wrap(s.getDevice))
+	v2.PATCH("/devices/:device", wrap(s.updateDevice(false)))
+	v2.PUT("/devices/:device", wrap(s.updateDevice(true)))
+	v2.DELETE("/devices/:device", wrap(s.deleteDevice))
+	s.variableRoutes(v2)
+}
+
+// listDevices is E5: filters, search, sort and page all run in SQL.
+func (s *Server) listDevices(c *gin.Context) error {
+	p := store.ParseList(c.Request.URL.Query(), store.DeviceFields, "-createdAt", "d.id")
+	devices, count, err := store.ListDevices(c, s.DB, account(c).ID, p)
+	if err != nil {
+		return err
+	}
+	base := s.baseURL(c)
+	results := make([]model.DeviceJSON, len(devices))
+	for i := range devices {
+		results[i] = devices[i].JSON(base)
+	}
+	c.JSON(http.StatusOK, s.listBody(c, p, count, results))
+	return nil
+}
+
+func (s *Server) getDevice(c *gin.Context) error {
+	d, err := findDevice(c, s.DB, account(c).ID, c.Param("device"), false)
+	if err != nil {
+		return err
+	}
+	c.JSON(http.StatusOK, d.JSON(s.baseURL(c)))
+	return nil
+}
+
+// createDevice is E3.
+func (s *Server) createDevice(c *gin.Context) error {
+	raw, err := decodeObject(c)
+	if err != nil {
+		return err
+	}
+	d := &model.Device{AccountID: account(c).ID, IsActive: true, Tags: []string{}, Properties: json.RawMessage("{}")}
+	err = s.DB.RunInTx(c, nil, func(ctx context.Context, tx bun.Tx) error {
+		var err error // the transaction's own, not the handler's
+		if err = applyDevice(ctx, tx, raw, d, true); err != nil {
+			return err
+		}
+		if err := store.InsertDevice(ctx, tx, d); err != nil {
+			return deviceWriteError(err)
+		}
+		d, err = store.GetDevice(ctx, tx, d.AccountID, validate.Key{ID: d.PublicID}, false)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	c.JSON(http.StatusCreated, d.JSON(s.baseURL(c)))
+	return nil
+}
+
+// updateDevice is E4 (PATCH) and its full form PUT, which requires the create fields.
+func (s *Server) updateDevice(full bool) handlerFunc {
+	return func(c *gin.Context) error {
+		raw, err := decodeObject(c)
+		if err != nil {
+			return err
+		}
+		var d *model.Device
+		err = s.DB.RunInTx(c, nil, func(ctx context.Context, tx bun.Tx) error {
+			var err error // the transaction's own, not the handler's
+			if d, err = findDevice(ctx, tx, account(c).ID, c.Param("device"), true); err != nil {
+				return err
+			}
+			if err := applyDevice(ctx, tx, raw, d, full); err != nil {
+				return err
+			}
+			if err := store.UpdateDevice(ctx, tx, d); err != nil {
+				return deviceWriteError(err)
+			}
+			d, err = store.GetDevice(ctx, tx, d.AccountID, validate.Key{ID: d.PublicID}, false)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		c.JSON(http.StatusOK, d.JSON(s.baseURL(c)))
+		return nil
+	}
+}
+
+// deleteDevice removes the Device with its Variables and their values, all or nothing.
+func (s *Server) deleteDevice(c *gin.Context) error {
+	err := s.DB.RunInTx(c, nil, func(ctx context.Context, tx bun.Tx) error {
+		d, err := findDevice(ctx, tx, account(c).ID, c.Param("device"), true)
+		if err != nil {
+			return err
+		}
+		return store.DeleteDevice(ctx, tx, d.ID)
+	})
+	if err != nil {
+		return err
+	}
+	c.Status(http.StatusNoContent)
+	return nil
+}
+
+// findDevice reads the account's Device by path key; anything else is a 404.
+func findDevice(ctx context.Context, db bun.IDB, accountID int64, rawKey string, forUpdate bool) (*model.Device, error) {
+	notFound := apierr.NotFound(fmt.Sprintf("Device '%s' was not found.", rawKey))
+	key, ok := validate.ParseKey(rawKey)
+	if !ok {
+		return nil, notFound
+	}
+	d, err := store.GetDevice(ctx, db, accountID, key, forUpdate)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, notFound
+	}
+	return d, err
+}
+
+// applyDevice validates the sent fields and applies them to d; required asks for the
+// create fields (POST, PUT). Unknown and read-only fields are ignored, as DRF does.
+func applyDevice(ctx context.Context, db bun.IDB, raw map[string]json.RawMessage, d *model.Device, required bool) error {
+	errs := apierr.Fields{}
+	o := validate.NewObject(raw, errs, "")
+	if required {
+		o.Require("label")
+	}
+	if l, ok := o.Label("label"); ok {
+		d.Label = l
+	}
+	readName(o, &d.Name, d.Label)
+	if v, ok := o.String("description", maxDescription); ok {
+		d.Description = v
+	}
+	if v, ok := o.Bool("isActive"); ok {
+		d.IsActive = v
+	}
+	if v, ok := o.Tags("tags"); ok {
+		d.Tags = v
+	}
+	if v, ok := o.DeviceProperties("properties"); ok {
+		d.Properties = mergeProperties(o, d.Properties, v)
+	}
+	if err := readDeviceOrganization(ctx, db, o, d); err != nil {
+		return err
+	}
+	return errs.Err()
+}
+
+// readName reads a sent name; a resource created without one is named by its label.
+func readName(o *validate.Object, dst *string, label string) {
+	s, ok := o.String("name", maxName)
+	switch {
+	case ok && s == "":
+		o.Fail("name", validate.MsgBlank)
+	case ok:
+		*dst = s
+	case *dst == "" && !o.Has("name"):
+		*dst = label
+	}
+}
+
+// mergeProperties applies sent attributes over the stored ones (a null removes one)
+// and checks the size of the result.
+func mergeProperties(o *validate.Object, stored json.RawMessage, sent map[string]json.RawMessage) json.RawMessage {
+	merged := map[string]json.RawMessage{}
+	_ = json.Unmarshal(stored, &merged) // stored properties are always an object
+	for k, v := range sent {
+		if v == nil {
+			delete(merged, k)
+			continue
+		}
+		merged[k] = v
+	}
+	b, err := json.Marshal(merged)
+	if err != nil || len(b) > maxProperties {
+		o.Fail("properties", "Ensure this object is at most 16384 bytes serialized.")
+		return stored
+	}
+	return b
+}
+
+// readDeviceOrganization resolves a sent Organization key (null detaches the Device).
+func readDeviceOrganization(ctx context.Context, db bun.IDB, o *validate.Object, d *model.Device) error {
+	s, ok := o.NullableString("organization", 0)
+	if !ok {
+		return nil
+	}
+	if s == nil {
+		d.OrganizationID = nil
+		return nil
+	}
+	key, valid := validate.ParseKey(*s)
+	if !valid {
+		o.Fail("organization", fmt.Sprintf("Organization '%s' was not found.", *s))
+		return nil
+	}
+	id, err := store.OrganizationID(ctx, db, d.AccountID, key)
+	if errors.Is(err, store.ErrNotFound) {
+		o.Fail("organization", fmt.Sprintf("Organization '%s' was not found.", *s))
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	d.OrganizationID = &id
+	return nil
+}
+
+// deviceWriteError turns a duplicate label (caught by the unique constraint, so two
+// concurrent creates cannot both pass) into a 400001 on label.
+func deviceWriteError(err error) error {
+	if store.IsUniqueViolation(err, "devices_account_id_label_key") {
+		return apierr.Invalid("label", "A device with this label already exists.")
+	}
+	return err
+}

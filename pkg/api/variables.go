@@ -1,0 +1,223 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+	"github.com/uptrace/bun"
+
+	"github.com/sensordata/sensorapi/pkg/apierr"
+	"github.com/sensordata/sensorapi/pkg/model"
+	"github.com/sensordata/sensorapi/pkg/store"
+	"github.com/sensordata/sensorapi/pkg/validate"
+)
+
+// maxShortText bounds a Variable's unit and icon (API.md is silent; names are 200).
+const maxShortText = 100
+
+var variableTypes = []string{"raw"}
+
+// variableRoutes serves Variables under their Device and by id alone.
+func (s *Server) variableRoutes(v2 *gin.RouterGroup) {
+	v2.GET("/devices/:device/variables", wrap(s.listVariables))
+	v2.POST("/devices/:device/variables", wrap(s.createVariable))
+	v2.GET("/variables", wrap(s.listVariables))
+	for _, path := range []string{"/devices/:device/variables/:variable", "/variables/:variable"} {
+		v2.GET(path, wrap(s.getVariable))
+		v2.PATCH(path, wrap(s.updateVariable(false)))
+		v2.PUT(path, wrap(s.updateVariable(true)))
+		v2.DELETE(path, wrap(s.deleteVariable))
+	}
+}
+
+// listVariables lists the account's Variables, or one Device's when the path names it.
+func (s *Server) listVariables(c *gin.Context) error {
+	var deviceID int64
+	if key := c.Param("device"); key != "" {
+		d, err := findDevice(c, s.DB, account(c).ID, key, false)
+		if err != nil {
+			return err
+		}
+		deviceID = d.ID
+	}
+	p := store.ParseList(c.Request.URL.Query(), store.VariableFields, "-createdAt", "v.id")
+	vars, count, err := store.ListVariables(c, s.DB, account(c).ID, deviceID, p)
+	if err != nil {
+		return err
+	}
+	base := s.baseURL(c)
+	results := make([]model.VariableJSON, len(vars))
+	for i := range vars {
+		results[i] = vars[i].JSON(base)
+	}
+	c.JSON(http.StatusOK, s.listBody(c, p, count, results))
+	return nil
+}
+
+// getVariable is E6, on both single-Variable paths.
+func (s *Server) getVariable(c *gin.Context) error {
+	v, err := findVariable(c, s.DB, c, false)
+	if err != nil {
+		return err
+	}
+	c.JSON(http.StatusOK, v.JSON(s.baseURL(c)))
+	return nil
+}
+
+func (s *Server) createVariable(c *gin.Context) error {
+	raw, err := decodeObject(c)
+	if err != nil {
+		return err
+	}
+	var v *model.Variable
+	err = s.DB.RunInTx(c, nil, func(ctx context.Context, tx bun.Tx) error {
+		d, err := findDevice(ctx, tx, account(c).ID, c.Param("device"), false)
+		if err != nil {
+			return err
+		}
+		v = &model.Variable{AccountID: d.AccountID, DeviceID: d.ID, Type: "raw", Tags: []string{},
+			Properties: json.RawMessage("{}")}
+		if err := applyVariable(raw, v, true); err != nil {
+			return err
+		}
+		if err := store.InsertVariable(ctx, tx, v); err != nil {
+			return variableWriteError(err)
+		}
+		v, err = store.GetVariable(ctx, tx, v.AccountID, 0, validate.Key{ID: v.PublicID}, false)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	c.JSON(http.StatusCreated, v.JSON(s.baseURL(c)))
+	return nil
+}
+
+// updateVariable is PATCH, and PUT when full (the create fields are then required).
+func (s *Server) updateVariable(full bool) handlerFunc {
+	return func(c *gin.Context) error {
+		raw, err := decodeObject(c)
+		if err != nil {
+			return err
+		}
+		var v *model.Variable
+		err = s.DB.RunInTx(c, nil, func(ctx context.Context, tx bun.Tx) error {
+			var err error // the transaction's own, not the handler's
+			if v, err = findVariable(ctx, tx, c, true); err != nil {
+				return err
+			}
+			if err := applyVariable(raw, v, full); err != nil {
+				return err
+			}
+			if err := store.UpdateVariable(ctx, tx, v); err != nil {
+				return variableWriteError(err)
+			}
+			v, err = store.GetVariable(ctx, tx, v.AccountID, 0, validate.Key{ID: v.PublicID}, false)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		c.JSON(http.StatusOK, v.JSON(s.baseURL(c)))
+		return nil
+	}
+}
+
+// deleteVariable removes the Variable and its values, all or nothing.
+func (s *Server) deleteVariable(c *gin.Context) error {
+	err := s.DB.RunInTx(c, nil, func(ctx context.Context, tx bun.Tx) error {
+		v, err := findVariable(ctx, tx, c, true)
+		if err != nil {
+			return err
+		}
+		return store.DeleteVariable(ctx, tx, v.ID)
+	})
+	if err != nil {
+		return err
+	}
+	c.Status(http.StatusNoContent)
+	return nil
+}
+
+// findVariable reads the Variable the path names: /variables/<id>, or
+// /devices/<device_key>/variables/<id or ~label>. Anything else is a 404.
+func findVariable(ctx context.Context, db bun.IDB, c *gin.Context, forUpdate bool) (*model.Variable, error) {
+	accountID := account(c).ID
+	var deviceID int64
+	if dk := c.Param("device"); dk != "" {
+		d, err := findDevice(ctx, db, accountID, dk, false)
+		if err != nil {
+			return nil, err
+		}
+		deviceID = d.ID
+	}
+	rawKey := c.Param("variable")
+	notFound := apierr.NotFound(fmt.Sprintf("Variable '%s' was not found.", rawKey))
+	key, ok := validate.ParseKey(rawKey)
+	if !ok {
+		return nil, notFound
+	}
+	v, err := store.GetVariable(ctx, db, accountID, deviceID, key, forUpdate)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, notFound
+	}
+	return v, err
+}
+
+// applyVariable validates the sent fields and applies them to v; required asks for the
+// create fields (POST, PUT).
+func applyVariable(raw map[string]json.RawMessage, v *model.Variable, required bool) error {
+	errs := apierr.Fields{}
+	o := validate.NewObject(raw, errs, "")
+	if required {
+		o.Require("label")
+	}
+	if l, ok := o.Label("label"); ok {
+		v.Label = l
+	}
+	readName(o, &v.Name, v.Label)
+	if s, ok := o.String("description", maxDescription); ok {
+		v.Description = s
+	}
+	if s, ok := o.String("unit", maxShortText); ok {
+		v.Unit = s
+	}
+	if s, ok := o.String("icon", maxShortText); ok {
+		v.Icon = s
+	}
+	if s, ok := o.Choice("type", variableTypes); ok {
+		v.Type = s
+	}
+	if t, ok := o.Tags("tags"); ok {
+		v.Tags = t
+	}
+	if p, ok := o.Properties("properties"); ok {
+		v.Properties = mergeProperties(o, v.Properties, freeForm(p))
+	}
+	return errs.Err()
+}
+
+// freeForm splits a Variable's properties into attributes for mergeProperties; a null
+// attribute removes it, as on Devices.
+func freeForm(p json.RawMessage) map[string]json.RawMessage {
+	m := map[string]json.RawMessage{}
+	_ = json.Unmarshal(p, &m) // validated as an object by Properties
+	for k, v := range m {
+		if string(v) == "null" {
+			m[k] = nil
+		}
+	}
+	return m
+}
+
+// variableWriteError turns a duplicate label within the Device into a 400001 on label.
+func variableWriteError(err error) error {
+	if store.IsUniqueViolation(err, "variables_device_id_label_key") {
+		return apierr.Invalid("label", "A variable with this label already exists in this device.")
+	}
+	return err
+}
