@@ -8,7 +8,7 @@ export PATH := $(PATH):/usr/local/go/bin
 GO ?= go
 BIN := bin/sensorapi
 
-.PHONY: run build test prepare vet bench fuzz clean
+.PHONY: run build test prepare vet bench fuzz image clean
 
 ## run: build and serve on :8080 (starts TimescaleDB itself without DATABASE_URL)
 run: build prepare
@@ -42,5 +42,14 @@ fuzz:
 	  done; \
 	done
 
+## image: the service image (FROM scratch around the static binary; nothing to pull)
+IMAGE ?= sensorapi:latest
+image:
+	rm -rf build/image && mkdir -p build/image
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o build/image/sensorapi ./cmd/sensorapi
+	cp Dockerfile build/image/
+	if [ -f /etc/ssl/certs/ca-certificates.crt ]; then cp /etc/ssl/certs/ca-certificates.crt build/image/; else : > build/image/ca-certificates.crt; fi
+	docker build -q -t $(IMAGE) build/image
+
 clean:
-	rm -rf bin
+	rm -rf bin build

@@ -18,6 +18,7 @@ Usage:
   sensorapi token create --account NAME    add a token to an account; prints it
   sensorapi load [flags]                   write a reproducible data set (see load --help)
   sensorapi compile --endpoint E < req.json  print the SQL an analytics request runs
+  sensorapi healthcheck                    exit 0 when the local server answers /healthz (container health checks)
   sensorapi help                           this text
 
 Every subcommand takes --help. Configuration is read from the environment:
@@ -33,12 +34,13 @@ Examples:
 type command func(ctx context.Context, args []string) error
 
 var commands = map[string]command{
-	"serve":   serveCmd,
-	"migrate": migrateCmd,
-	"account": accountCmd,
-	"token":   tokenCmd,
-	"load":    loadCmd,
-	"compile": compileCmd,
+	"serve":       serveCmd,
+	"migrate":     migrateCmd,
+	"account":     accountCmd,
+	"token":       tokenCmd,
+	"load":        loadCmd,
+	"compile":     compileCmd,
+	"healthcheck": healthcheckCmd,
 }
 
 func main() {
