@@ -1,6 +1,7 @@
 package api
 
 import (
+	"fmt"
 	"net/http"
 	"strconv"
 	"time"
@@ -164,9 +165,15 @@ func (s *Server) postCollection(c *gin.Context) error {
 // pathVariable resolves the variable named by the path (id, or device and variable labels).
 func (s *Server) pathVariable(c *gin.Context, store *ingest.Store) (int64, error) {
 	v := ingest.Variable{ID: c.Param("id")}
+	valid := validate.IsID(v.ID)
 	if v.ID == "" {
-		v.DeviceLabel, _ = validate.Label(c.Param("device"))
-		v.Label, _ = validate.Label(c.Param("variable"))
+		var devOK, varOK bool
+		v.DeviceLabel, devOK = validate.Label(c.Param("device"))
+		v.Label, varOK = validate.Label(c.Param("variable"))
+		valid = devOK && varOK
+	}
+	if !valid { // it can name nothing: answer without asking the database
+		return 0, apierr.NotFound(fmt.Sprintf("Variable '%s' was not found.", v))
 	}
 	return store.Resolve(c, account(c).ID, v)
 }
