@@ -8,7 +8,7 @@ export PATH := $(PATH):/usr/local/go/bin
 GO ?= go
 BIN := bin/sensorapi
 
-.PHONY: run build test prepare vet bench fuzz image clean
+.PHONY: run build test prepare vet lint bench fuzz image clean
 
 ## run: build and serve on :8080 (starts TimescaleDB itself without DATABASE_URL)
 run: build prepare
@@ -24,6 +24,15 @@ prepare:
 vet:
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
+
+## lint: golangci-lint at a pinned version, built from the Go module proxy into bin/tools
+GOLANGCI_LINT_VERSION := v2.15.0
+GOLANGCI_LINT := bin/tools/golangci-lint
+$(GOLANGCI_LINT):
+	GOBIN=$(CURDIR)/bin/tools $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
+lint: $(GOLANGCI_LINT)
+	@$(GOLANGCI_LINT) version | grep -q "$(GOLANGCI_LINT_VERSION:v%=%)" || GOBIN=$(CURDIR)/bin/tools $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
+	$(GOLANGCI_LINT) run ./...
 
 ## test: vet + every test against a real TimescaleDB
 test: prepare vet

@@ -38,7 +38,7 @@ func requestID(c *gin.Context) string { return c.GetString(ctxRequestID) }
 func (s *Server) recovery(c *gin.Context) {
 	defer func() {
 		if r := recover(); r != nil {
-			if r == http.ErrAbortHandler {
+			if err, ok := r.(error); ok && errors.Is(err, http.ErrAbortHandler) {
 				panic(r)
 			}
 			s.Log.ErrorContext(c, "panic", "request_id", requestID(c), "route", c.FullPath(), "panic", r)

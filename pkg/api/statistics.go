@@ -74,7 +74,7 @@ func (s *Server) explainCompiled(c *gin.Context, q querybuilder.Query, analyze b
 		}
 		var plans []json.RawMessage
 		if err := json.Unmarshal([]byte(plan), &plans); err != nil || len(plans) != 1 {
-			return fmt.Errorf("explain analyze: unexpected plan %.200q: %v", plan, err)
+			return fmt.Errorf("explain analyze: unexpected plan %.200q: %w", plan, err)
 		}
 		var timing struct {
 			ExecutionTime float64 `json:"Execution Time"`

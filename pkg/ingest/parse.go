@@ -147,7 +147,7 @@ func (p *Parser) dot(raw json.RawMessage, path string) (Dot, bool) {
 		p.Errs.Add(orBody(path), msgDot)
 		return d, false
 	}
-	ok := true
+	var ok bool
 	if d.Value, ok = number(obj.Value); !ok {
 		p.Errs.Add(join(path, "value"), msgNumber)
 	}
@@ -178,7 +178,7 @@ func number(raw json.RawMessage) (float64, bool) {
 	case "false":
 		return 0, true
 	}
-	if len(raw) == 0 || !(raw[0] == '-' || (raw[0] >= '0' && raw[0] <= '9')) {
+	if len(raw) == 0 || (raw[0] != '-' && (raw[0] < '0' || raw[0] > '9')) {
 		return 0, false
 	}
 	v, err := strconv.ParseFloat(string(raw), 64)

@@ -201,7 +201,7 @@ func filterCond(f Field, lookup, v string) cond {
 		if !ok || len(vals) == 0 {
 			return nothing
 		}
-		return cond{sql: col + " IN (?)", args: []any{bun.In(vals)}}
+		return cond{sql: col + " IN (?)", args: []any{bun.List(vals)}}
 	case "range":
 		parts := splitList(v)
 		vals, ok := values(f.Kind, parts)

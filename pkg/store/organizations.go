@@ -133,7 +133,7 @@ func IDsByLabel(ctx context.Context, db bun.IDB, table string, accountID int64, 
 		Label string `bun:"label"`
 	}
 	err := db.NewRaw("SELECT id, label FROM ? WHERE account_id = ? AND label IN (?)",
-		bun.Ident(table), accountID, bun.In(labels)).Scan(ctx, &rows)
+		bun.Ident(table), accountID, bun.List(labels)).Scan(ctx, &rows)
 	if err != nil {
 		return nil, fmt.Errorf("look up %s: %w", table, err)
 	}

@@ -128,7 +128,7 @@ func RemoveOrganizations(ctx context.Context, db bun.IDB, userID int64, as []Ass
 		orgIDs[i] = a.OrganizationID
 	}
 	_, err := db.NewRaw("DELETE FROM user_organizations WHERE user_id = ? AND organization_id IN (?)",
-		userID, bun.In(orgIDs)).Exec(ctx)
+		userID, bun.List(orgIDs)).Exec(ctx)
 	if err != nil {
 		return fmt.Errorf("remove organizations: %w", err)
 	}
@@ -157,7 +157,7 @@ func loadMemberships(ctx context.Context, db bun.IDB, users []*model.User) error
 		JOIN organizations o ON o.id = uo.organization_id
 		JOIN roles r ON r.id = uo.role_id
 		WHERE uo.user_id IN (?)
-		ORDER BY uo.created_at, o.id`, bun.In(ids)).Scan(ctx, &ms)
+		ORDER BY uo.created_at, o.id`, bun.List(ids)).Scan(ctx, &ms)
 	if err != nil {
 		return fmt.Errorf("load memberships: %w", err)
 	}
