@@ -6,6 +6,7 @@ import "github.com/gin-gonic/gin"
 // trimTrailingSlash). Each resource keeps its routes beside its handlers.
 func (s *Server) routes(v2, v16 *gin.RouterGroup) {
 	s.accountRoutes(v2)
+	s.resampleRoutes(v16)
 }
 
 // statisticsRoutes registers E7 on its own group (detail-only 401 bodies).
