@@ -181,7 +181,9 @@ func Resample(r ResampleRequest) (Query, error) {
 	var origin any = "" // W and M need no origin
 	from := "pts"
 	if g.origin != nil {
-		origin, from = sq.Expr(",\norigin AS (\n  ?\n)", g.origin), "pts, origin"
+		// MATERIALIZED: inlined, the one-row min(ts) became the inner side of a nested
+		// loop and was recomputed for every point (quadratic, seconds for 10k points)
+		origin, from = sq.Expr(",\norigin AS MATERIALIZED (\n  ?\n)", g.origin), "pts, origin"
 	}
 	stmt := sq.ConcatExpr(sources(r.AccountID, r.VariableIDs, r.Start, r.End), origin, sq.Expr(`,
 buckets AS (

@@ -12,7 +12,7 @@ pts AS (
   FROM vars
   JOIN "values" p ON p.variable_id = vars.id AND p.ts >= ? AND p.ts <= ?
 ),
-origin AS (
+origin AS MATERIALIZED (
   SELECT ((min(ts) AT TIME ZONE ?)::date::timestamp AT TIME ZONE ?) AS at FROM pts
 ),
 buckets AS (

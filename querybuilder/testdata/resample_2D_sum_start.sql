@@ -12,7 +12,7 @@ pts AS (
   FROM vars
   JOIN "values" p ON p.variable_id = vars.id AND p.ts >= ? AND p.ts <= now()
 ),
-origin AS (
+origin AS MATERIALIZED (
   SELECT (min(ts) AT TIME ZONE ?)::date AS day FROM pts
 ),
 buckets AS (

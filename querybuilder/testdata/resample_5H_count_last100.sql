@@ -17,7 +17,7 @@ pts AS (
     LIMIT 100
   ) p
 ),
-origin AS (
+origin AS MATERIALIZED (
   SELECT ((min(ts) AT TIME ZONE ?)::date::timestamp AT TIME ZONE ?) AS at FROM pts
 ),
 buckets AS (
