@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/gin-gonic/gin"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -81,7 +82,11 @@ func (s *Server) runAnalytics(c *gin.Context, q querybuilder.Query, ids []string
 		return apierr.Invalid("explain", "Use explain=sql or explain=analyze.")
 	}
 	var rows []analytics.Row
-	if err := s.DB.NewRaw(q.SQL, bunArgs(q.Args)...).Scan(c, &rows); err != nil {
+	start := time.Now()
+	err := s.DB.NewRaw(q.SQL, bunArgs(q.Args)...).Scan(c, &rows)
+	s.Log.DebugContext(c, "analytics statement", "request_id", requestID(c), "sql", q.SQL,
+		"duration_ms", float64(time.Since(start).Microseconds())/1000)
+	if err != nil {
 		return zoneError(err)
 	}
 	if err := analytics.CheckResolved(rows, ids); err != nil {
