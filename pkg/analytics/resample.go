@@ -237,27 +237,32 @@ func CheckResolved(rows []Row, ids []string) error {
 
 // Shape builds the E8 body from rows ordered by variable, newest first.
 func (r *Resample) Shape(rows []Row) Response {
-	series := r.series(rows, len(r.Query.VariableIDs))
+	series := splitSeries(rows, len(r.Query.VariableIDs), r.Precision)
 	if !r.Join {
-		cols := make([][2]string, len(series))
-		for i := range cols {
-			cols[i] = [2]string{"timestamp", valueColumn}
-		}
-		return Response{Results: series, Columns: cols}
+		return separate(series)
 	}
 	return Response{Results: joinSeries(series), Columns: joinedColumns(r.Query.VariableIDs)}
 }
 
-// series splits rows into one [[ts, v], ...] list per requested variable.
-func (r *Resample) series(rows []Row, n int) [][][2]any {
+// splitSeries splits rows into one [[ts, v], ...] list per requested variable.
+func splitSeries(rows []Row, n, precision int) [][][2]any {
 	out := make([][][2]any, n)
 	for i := range out {
 		out[i] = [][2]any{}
 	}
 	for _, row := range rows {
-		out[row.Ord-1] = append(out[row.Ord-1], [2]any{*row.TS, rounded(row.Value, r.Precision)})
+		out[row.Ord-1] = append(out[row.Ord-1], [2]any{*row.TS, rounded(row.Value, precision)})
 	}
 	return out
+}
+
+// separate is the join_dataframes=false body: one series and one column pair each.
+func separate(series [][][2]any) Response {
+	cols := make([][2]string, len(series))
+	for i := range cols {
+		cols[i] = [2]string{"timestamp", valueColumn}
+	}
+	return Response{Results: series, Columns: cols}
 }
 
 // joinSeries outer-joins the series on their labels: one row per label, newest first,
@@ -302,8 +307,7 @@ func (a *Aggregation) Shape(rows []Row) Response {
 		}
 		return Response{Results: results, Columns: []string{"timestamp", valueColumn}}
 	}
-	r := Resample{Query: querybuilder.ResampleRequest{VariableIDs: a.Query.VariableIDs}, Precision: a.Precision}
-	return r.Shape(rows)
+	return separate(splitSeries(rows, len(a.Query.VariableIDs), a.Precision))
 }
 
 func rounded(v *float64, places int) any {
