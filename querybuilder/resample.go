@@ -136,7 +136,8 @@ func gridFor(p Period, zone string) grid {
 		width := sq.Expr("make_interval("+unit+" => ?)", p.N)
 		return grid{
 			// the instant of local midnight of the day of the earliest point
-			origin: sq.Expr(`SELECT ((min(ts) AT TIME ZONE ?)::date::timestamp AT TIME ZONE ?) AS at FROM pts`, zone, zone),
+			origin: sq.Expr(`SELECT ? AS at FROM (SELECT (min(ts) AT TIME ZONE ?)::date::timestamp AS day FROM pts) d`,
+				localMidnight("d.day", zone), zone),
 			key:    sq.Expr("time_bucket(?, pts.ts, origin.at)", width),
 			step:   width,
 			label:  sq.Expr("g.key"),
@@ -147,22 +148,35 @@ func gridFor(p Period, zone string) grid {
 			origin: sq.Expr(`SELECT (min(ts) AT TIME ZONE ?)::date AS day FROM pts`, zone),
 			key:    sq.Expr("(origin.day + ((pts.ts AT TIME ZONE ?)::date - origin.day) / ? * ?)::timestamp", zone, p.N, p.N),
 			step:   sq.Expr("make_interval(days => ?)", p.N),
-			label:  sq.Expr("g.key AT TIME ZONE ?", zone),
+			label:  localMidnight("g.key", zone),
 		}
 	case Week:
 		// key: local Monday 00:00; label: the Sunday that ends the week
 		return grid{
 			key:   sq.Expr("date_trunc('week', pts.ts AT TIME ZONE ?)", zone),
 			step:  sq.Expr("interval '7 days'"),
-			label: sq.Expr("(g.key + interval '6 days') AT TIME ZONE ?", zone),
+			label: localMidnight("(g.key + interval '6 days')", zone),
 		}
 	}
 	// Month. key: local first of the month; label: its last day
 	return grid{
 		key:   sq.Expr("date_trunc('month', pts.ts AT TIME ZONE ?)", zone),
 		step:  sq.Expr("interval '1 month'"),
-		label: sq.Expr("(g.key + interval '1 month' - interval '1 day') AT TIME ZONE ?", zone),
+		label: localMidnight("(g.key + interval '1 month' - interval '1 day')", zone),
 	}
+}
+
+// localMidnight is the first instant of the local day whose 00:00 is the timestamp
+// wall, as pandas labels it: PostgreSQL reads a midnight that happens twice (a change
+// from 01:00 back to 00:00, as in Atlantic/Azores or America/Havana) as the later
+// instant, pandas (ambiguous=True) as the earlier one. The earlier reading is the same
+// wall time of the day before plus 24 real hours, kept only when it shows that wall
+// time; least() keeps the earlier of the two. A midnight that does not exist reads as
+// the end of the gap in both.
+func localMidnight(wall, zone string) sq.Sqlizer {
+	return sq.Expr(`least(`+wall+` AT TIME ZONE ?, (
+    SELECT e FROM (SELECT (`+wall+` - interval '1 day') AT TIME ZONE ? + interval '24 hours' AS e) x
+    WHERE e AT TIME ZONE ? = `+wall+`))`, zone, zone, zone)
 }
 
 // Resample compiles an E8 request into one statement: rows per variable from its first

@@ -13,7 +13,9 @@ pts AS (
   JOIN "values" p ON p.variable_id = vars.id AND p.ts >= ? AND p.ts <= ?
 ),
 origin AS MATERIALIZED (
-  SELECT ((min(ts) AT TIME ZONE ?)::date::timestamp AT TIME ZONE ?) AS at FROM pts
+  SELECT least(d.day AT TIME ZONE ?, (
+    SELECT e FROM (SELECT (d.day - interval '1 day') AT TIME ZONE ? + interval '24 hours' AS e) x
+    WHERE e AT TIME ZONE ? = d.day)) AS at FROM (SELECT (min(ts) AT TIME ZONE ?)::date::timestamp AS day FROM pts) d
 ),
 buckets AS (
   SELECT pts.ord, time_bucket(make_interval(mins => ?), pts.ts, origin.at) AS key, avg(value) AS value

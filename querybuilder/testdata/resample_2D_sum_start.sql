@@ -24,7 +24,9 @@ spans AS (
   SELECT ord, min(key) AS lo, max(key) AS hi FROM buckets GROUP BY ord
 ),
 filled AS (
-  SELECT s.ord, g.key AT TIME ZONE ? AS label, coalesce(b.value, 0) AS value
+  SELECT s.ord, least(g.key AT TIME ZONE ?, (
+    SELECT e FROM (SELECT (g.key - interval '1 day') AT TIME ZONE ? + interval '24 hours' AS e) x
+    WHERE e AT TIME ZONE ? = g.key)) AS label, coalesce(b.value, 0) AS value
   FROM spans s
   CROSS JOIN LATERAL generate_series(s.lo, s.hi, make_interval(days => ?)) AS g(key)
   LEFT JOIN buckets b ON b.ord = s.ord AND b.key = g.key

@@ -21,7 +21,9 @@ spans AS (
   SELECT ord, min(key) AS lo, max(key) AS hi FROM buckets GROUP BY ord
 ),
 filled AS (
-  SELECT s.ord, (g.key + interval '6 days') AT TIME ZONE ? AS label, b.value AS value
+  SELECT s.ord, least((g.key + interval '6 days') AT TIME ZONE ?, (
+    SELECT e FROM (SELECT ((g.key + interval '6 days') - interval '1 day') AT TIME ZONE ? + interval '24 hours' AS e) x
+    WHERE e AT TIME ZONE ? = (g.key + interval '6 days'))) AS label, b.value AS value
   FROM spans s
   CROSS JOIN LATERAL generate_series(s.lo, s.hi, interval '7 days') AS g(key)
   LEFT JOIN buckets b ON b.ord = s.ord AND b.key = g.key

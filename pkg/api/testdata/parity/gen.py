@@ -62,7 +62,9 @@ POINTS = {
     "empty": [],
 }
 # around America/Santiago's September change, where local midnight does not exist
-POINTS["d"] = irregular("2026-09-01T10:00:00Z", "2026-10-03T00:00Z", 45, random_gaps("2026-09-01", "2026-10-03", 6, 3, 30))
+# and the autumn changes at 01:00 -> 00:00 of Atlantic/Azores and America/Havana, where
+# local midnight happens twice
+POINTS["d"] = irregular("2026-09-01T10:00:00Z", "2026-11-10T00:00Z", 45, random_gaps("2026-09-01", "2026-11-10", 6, 3, 30))
 # small integers: min and max are reached many times (ties resolve to the earliest)
 POINTS["ties"] = [[ms("2026-02-02T00:00Z") + i * 3_600_000, float(RNG.integers(0, 5))] for i in range(200)]
 
@@ -205,13 +207,14 @@ def resample_cases():
     # is the first instant after the gap, as pandas' date_range shift_forward gives it
     # (the data starts days before, so pandas' origin itself exists). W is left out:
     # pandas 1.5 raises NonExistentTimeError on the Sunday label there.
-    sept = window("America/Santiago", "2026-09-05")  # 4 to 7 September
-    for period, (start, end) in [(p, sept) for p in WINDOW_PERIODS] + [
-            (p, (ms("2026-08-25T00:00Z"), ms("2026-10-05T00:00Z"))) for p in ("D", "2D", "M")]:
-        for agg in AGGS:
-            for join in (False, True):
-                add(f"America/Santiago September {period} {agg} join={join}", variables=["d", "c"],
-                    tz="America/Santiago", period=period, aggregation=agg, join_dataframes=join, start=start, end=end)
+    autumn = [("America/Santiago", "2026-09-05"), ("Atlantic/Azores", "2026-10-24"), ("America/Havana", "2026-10-31")]
+    for tz, day in autumn:
+        for period, (start, end) in [(p, window(tz, day)) for p in WINDOW_PERIODS] + [
+                (p, (ms("2026-08-25T00:00Z"), ms("2026-11-15T00:00Z"))) for p in ("D", "2D", "M")]:
+            for agg in AGGS:
+                for join in (False, True):
+                    add(f"{tz} autumn {period} {agg} join={join}", variables=["d", "c"],
+                        tz=tz, period=period, aggregation=agg, join_dataframes=join, start=start, end=end)
     for tz in ("America/New_York", "Pacific/Chatham"):
         for agg in AGGS:
             for join in (False, True):
