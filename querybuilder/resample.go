@@ -138,9 +138,9 @@ func gridFor(p Period, zone string) grid {
 			// the instant of local midnight of the day of the earliest point
 			origin: sq.Expr(`SELECT ? AS at FROM (SELECT (min(ts) AT TIME ZONE ?)::date::timestamp AS day FROM pts) d`,
 				localMidnight("d.day", zone), zone),
-			key:    sq.Expr("time_bucket(?, pts.ts, origin.at)", width),
-			step:   width,
-			label:  sq.Expr("g.key"),
+			key:   sq.Expr("time_bucket(?, pts.ts, origin.at)", width),
+			step:  width,
+			label: sq.Expr("g.key"),
 		}
 	case Day:
 		return grid{
