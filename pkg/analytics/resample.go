@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 	_ "time/tzdata" // zone names validate the same on every host, with or without /usr/share/zoneinfo
 
@@ -192,14 +193,19 @@ func readPeriod(o *validate.Object) (querybuilder.Period, bool) {
 	return querybuilder.Period{Unit: querybuilder.Unit(m[2][0]), N: n}, true
 }
 
-// readZone accepts exact IANA zone names only: time.LoadLocation also takes "" and
-// "Local", which mean the server's zone, not a zone the client named.
+// notZones are names time.LoadLocation accepts that are not IANA zones: the server's
+// own zone ("", "Local", "localtime") and a file of rules.
+var notZones = map[string]bool{"": true, "Local": true, "localtime": true, "posixrules": true}
+
+// readZone accepts exact IANA zone names only. The posix/ and right/ trees of a
+// system zoneinfo directory are copies under other names (right/ with leap seconds).
 func readZone(o *validate.Object) string {
 	s, ok := o.String("tz", 0)
 	if !ok {
 		return ""
 	}
-	if _, err := time.LoadLocation(s); err != nil || s == "" || s == "Local" {
+	_, err := time.LoadLocation(s)
+	if err != nil || notZones[s] || strings.HasPrefix(s, "posix/") || strings.HasPrefix(s, "right/") {
 		o.Fail("tz", fmt.Sprintf("\"%s\" is not a valid time zone name of the IANA database (e.g. \"America/New_York\", \"UTC\").", s))
 		return ""
 	}
