@@ -44,6 +44,7 @@ func TestResampleErrors(t *testing.T) {
 		{"lowercase tz", resamplePath, ok(map[string]any{"tz": "america/new_york"}), 400, "tz"},
 		{"empty tz", resamplePath, ok(map[string]any{"tz": ""}), 400, "tz"},
 		{"Local tz", resamplePath, ok(map[string]any{"tz": "Local"}), 400, "tz"},
+		// a backward link Go reads from the host zoneinfo and the image's PostgreSQL lacks
 		{"tz unknown to PostgreSQL", resamplePath, ok(map[string]any{"tz": "ROC"}), 400, "tz"},
 		{"POSIX tz", resamplePath, ok(map[string]any{"tz": "EST+5EDT,M3.2.0/2,M11.1.0/2"}), 400, "tz"},
 		{"bad aggregation", resamplePath, ok(map[string]any{"aggregation": "median"}), 400, "aggregation"},
