@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -125,5 +126,31 @@ func TestResampleExplain(t *testing.T) {
 	if analyzed.SQL == "" || len(analyzed.Plan) != 1 || analyzed.Plan[0]["Plan"] == nil ||
 		analyzed.ExecutionMS == nil || *analyzed.ExecutionMS > float64(time.Since(start).Milliseconds()+1) {
 		t.Fatalf("explain=analyze: %s", r.Body)
+	}
+}
+
+// "Only start" reads up to now: a value stamped in the future is not part of it, while
+// an explicit end reaches it.
+func TestResampleOnlyStartStopsAtNow(t *testing.T) {
+	c := env.Client(t)
+	now := time.Now().UnixMilli()
+	future := time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
+	v := env.Seed(t, c.Token, "future-dev", "temp", []testenv.Point{{TS: now - 1000, Value: 2}, {TS: future, Value: 40}})
+	cases := []struct {
+		body map[string]any
+		want string
+	}{
+		{map[string]any{"start": now - 60_000},
+			fmt.Sprintf(`{"results":[[[%d,1]]],"columns":[["timestamp","value.value"]]}`, now-1000)},
+		{map[string]any{"start": now - 60_000, "end": future},
+			fmt.Sprintf(`{"results":[[[%d,2]]],"columns":[["timestamp","value.value"]]}`, future)},
+	}
+	for _, tc := range cases {
+		tc.body["variables"] = []string{v.VariableID}
+		tc.body["aggregation"] = "count"
+		r := c.Post(aggregationPath, tc.body)
+		if r.Status != 200 || string(r.Body) != tc.want {
+			t.Fatalf("%v: %d %s, want %s", tc.body, r.Status, r.Body, tc.want)
+		}
 	}
 }
