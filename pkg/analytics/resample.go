@@ -159,7 +159,7 @@ func readIDs(o *validate.Object) []string {
 	return ids
 }
 
-var periodRe = regexp.MustCompile(`^([1-9][0-9]*)?([THD])$`)
+var periodRe = regexp.MustCompile(`^([1-9][0-9]{0,5})?([THD])$`)
 
 const periodForms = "Use nT (minutes), nH (hours) or nD (days) with n from 1 to 100000 (1 may be omitted), W (weeks ending on Sunday) or M (calendar months)."
 
@@ -181,10 +181,7 @@ func readPeriod(o *validate.Object) (querybuilder.Period, bool) {
 	m := periodRe.FindStringSubmatch(s)
 	n := 1
 	if m != nil && m[1] != "" {
-		n, _ = strconv.Atoi(m[1]) // digits only; overflow caught by the range check
-		if len(m[1]) > 6 {
-			n = maxPeriodN + 1
-		}
+		n, _ = strconv.Atoi(m[1]) // at most 6 digits
 	}
 	if m == nil || n > maxPeriodN {
 		o.Fail("period", fmt.Sprintf("\"%s\" is not a valid period. %s", s, periodForms))
