@@ -72,8 +72,8 @@ var aggColumns = map[string][]string{
 // percentiles maps each percentile aggregation to its fraction for percentile_cont.
 var percentiles = map[string]string{AggP25: "0.25", AggP50: "0.5", AggP75: "0.75"}
 
-// IsAggregation tells whether name is a known statistics aggregation.
-func IsAggregation(name string) bool { return slices.Contains(Aggregations, name) }
+// IsStatisticsAggregation tells whether name is a known statistics aggregation.
+func IsStatisticsAggregation(name string) bool { return slices.Contains(Aggregations, name) }
 
 // reqCTE lists the references with their position, so that every entry yields a row
 // (found or not) and the answer keeps request order.
@@ -145,7 +145,7 @@ func distinctAggregations(requested []string) ([]string, error) {
 	var aggs []string
 	seen := map[string]bool{}
 	for _, a := range requested {
-		if !IsAggregation(a) {
+		if !IsStatisticsAggregation(a) {
 			return nil, fmt.Errorf("statistics: unknown aggregation %q", a)
 		}
 		if !seen[a] {

@@ -16,3 +16,12 @@ func Round(v float64, places int) float64 {
 	f, _ := decimal.NewFromFloat(v).Round(int32(places)).Float64()
 	return f
 }
+
+// roundPtr rounds a nullable value; nil stays nil (JSON null).
+func roundPtr(x *float64, places int) *float64 {
+	if x == nil {
+		return nil
+	}
+	r := Round(*x, places)
+	return &r
+}

@@ -165,7 +165,7 @@ func parseStatisticsAggregations(o *validate.Object) []string {
 			o.Fail(path, validate.MsgString)
 			continue
 		}
-		if !querybuilder.IsAggregation(a) {
+		if !querybuilder.IsStatisticsAggregation(a) {
 			o.Fail(path, fmt.Sprintf("%q is not a valid choice.", a))
 			continue
 		}

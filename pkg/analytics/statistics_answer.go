@@ -102,9 +102,13 @@ func ShapeStatistics(rows []StatisticsRow, opts StatisticsOptions, places *int, 
 
 // aggregates is the entry's results object: one key per requested aggregation, or
 // none when the range holds no data.
-func (r StatisticsRow) aggregates(names []string, places *int) aggregateValues {
+func (r StatisticsRow) aggregates(names []string, decimalPlaces *int) aggregateValues {
 	if !r.HasData {
 		return nil
+	}
+	places := -1 // full precision
+	if decimalPlaces != nil {
+		places = *decimalPlaces
 	}
 	vals := make(aggregateValues, 0, len(names))
 	for _, name := range names {
@@ -113,15 +117,15 @@ func (r StatisticsRow) aggregates(names []string, places *int) aggregateValues {
 		case querybuilder.AggCount:
 			v.Value = r.N
 		case querybuilder.AggFirst:
-			v.Value, v.Timestamp = rounded(r.FirstValue, places), ms(r.FirstTS)
+			v.Value, v.Timestamp = roundPtr(r.FirstValue, places), ms(r.FirstTS)
 		case querybuilder.AggLast:
-			v.Value, v.Timestamp = rounded(r.LastValue, places), ms(r.LastTS)
+			v.Value, v.Timestamp = roundPtr(r.LastValue, places), ms(r.LastTS)
 		case querybuilder.AggMin:
-			v.Value, v.Timestamp = rounded(r.MinValue, places), ms(r.MinTS)
+			v.Value, v.Timestamp = roundPtr(r.MinValue, places), ms(r.MinTS)
 		case querybuilder.AggMax:
-			v.Value, v.Timestamp = rounded(r.MaxValue, places), ms(r.MaxTS)
+			v.Value, v.Timestamp = roundPtr(r.MaxValue, places), ms(r.MaxTS)
 		default:
-			v.Value = rounded(r.plainValue(name), places)
+			v.Value = roundPtr(r.plainValue(name), places)
 		}
 		vals = append(vals, v)
 	}
@@ -175,12 +179,4 @@ func ms(t *time.Time) *int64 {
 	}
 	m := t.UnixMilli()
 	return &m
-}
-
-func rounded(x *float64, places *int) *float64 {
-	if x == nil || places == nil {
-		return x
-	}
-	r := Round(*x, *places)
-	return &r
 }

@@ -1,0 +1,263 @@
+package querybuilder
+
+import (
+	"fmt"
+	"time"
+
+	sq "github.com/Masterminds/squirrel"
+)
+
+// Unit is the unit of a resample period (the pandas offset alias letter).
+type Unit byte
+
+// Units of resample periods (API.md §8).
+const (
+	Minute Unit = 'T'
+	Hour   Unit = 'H'
+	Day    Unit = 'D'
+	Week   Unit = 'W'
+	Month  Unit = 'M'
+)
+
+// Period is a validated resample period: N units (N is 1 for W and M).
+type Period struct {
+	Unit Unit
+	N    int
+}
+
+func (p Period) String() string {
+	if p.Unit == Week || p.Unit == Month {
+		return string(p.Unit)
+	}
+	return fmt.Sprintf("%d%c", p.N, p.Unit)
+}
+
+// Aggregations of E8/E9, each a SQL aggregate of the value column.
+var aggregates = map[string]string{
+	"mean":  "avg(value)",
+	"min":   "min(value)",
+	"max":   "max(value)",
+	"count": "count(value)::float8",
+	"sum":   "sum(value)",
+}
+
+// IsResampleAggregation tells whether name is an E8/E9 aggregation.
+func IsResampleAggregation(name string) bool { _, ok := aggregates[name]; return ok }
+
+// ResampleRequest is a validated E8 request. VariableIDs are public ids, resolved
+// within the account by the statement itself.
+type ResampleRequest struct {
+	AccountID   int64
+	VariableIDs []string
+	Aggregation string
+	Period      Period
+	Zone        string // IANA name
+	Start, End  *time.Time
+}
+
+// AggregationRequest is a validated E9 request. Join aggregates all variables together.
+type AggregationRequest struct {
+	AccountID   int64
+	VariableIDs []string
+	Aggregation string
+	Join        bool
+	Start, End  *time.Time
+}
+
+// Both statements return rows (ord, ts, value): ord is the 1-based position of the
+// variable in the request (0 for a joined E9 aggregate), ts the label or timestamp in
+// epoch milliseconds. A row with a NULL ts names a requested id that is unknown in the
+// account: the statement resolves the ids itself, so reporting them costs no second
+// round trip and cannot race with a concurrent delete.
+
+// unknownIDs lists the requested positions that did not resolve to a variable.
+const unknownIDs = `SELECT r.ord, NULL::bigint AS ts, NULL::float8 AS value
+FROM req r
+WHERE NOT EXISTS (SELECT 1 FROM vars v WHERE v.ord = r.ord)`
+
+// sources is the common head: the requested ids with their positions, the variables
+// they name in the account, and the points in range (pts).
+func sources(accountID int64, ids []string, start, end *time.Time) sq.Sqlizer {
+	return sq.Expr(`WITH req AS (
+  SELECT r.ord, r.public_id
+  FROM unnest(?::text[]) WITH ORDINALITY AS r(public_id, ord)
+),
+vars AS (
+  SELECT req.ord, v.id
+  FROM req
+  JOIN variables v ON v.public_id = req.public_id AND v.account_id = ?
+),
+pts AS (
+?
+)`, ids, accountID, points(start, end))
+}
+
+// points applies the range rules (API.md §8). Without a range, each variable's last
+// 100 values come from a LATERAL top-N that walks the (variable_id, ts DESC) index
+// backwards and stops after 100 rows.
+func points(start, end *time.Time) sq.Sqlizer {
+	const head = `  SELECT vars.ord, p.ts, p.value
+  FROM vars
+  `
+	switch {
+	case start == nil && end == nil:
+		return sq.Expr(head + `CROSS JOIN LATERAL (
+    SELECT ts, value FROM "values"
+    WHERE variable_id = vars.id
+    ORDER BY ts DESC
+    LIMIT 100
+  ) p`)
+	case end == nil:
+		return sq.Expr(head+`JOIN "values" p ON p.variable_id = vars.id AND p.ts >= ? AND p.ts <= now()`, *start)
+	case start == nil:
+		return sq.Expr(head+`JOIN "values" p ON p.variable_id = vars.id AND p.ts <= ?`, *end)
+	}
+	return sq.Expr(head+`JOIN "values" p ON p.variable_id = vars.id AND p.ts >= ? AND p.ts <= ?`, *start, *end)
+}
+
+// grid says how one period kind buckets points: origin is the CTE the key needs (or
+// nothing), key maps pts.ts to the bucket key, step is the distance between keys, and
+// label turns a key (column g.key) into the timestamptz label pandas gives it.
+//
+// TimescaleDB 2.19's time_bucket shifts buckets around DST changes when given an
+// origin or offset together with a time zone, so the two are never combined:
+// minutes and hours are fixed widths of absolute time from the origin instant
+// (time_bucket with a timestamptz origin and no zone), while days, weeks and months
+// are counted on local wall-clock time (ts AT TIME ZONE tz, a timestamp without zone)
+// and only the label goes back through AT TIME ZONE.
+type grid struct {
+	origin, key, step, label sq.Sqlizer
+}
+
+func gridFor(p Period, zone string) grid {
+	switch p.Unit {
+	case Minute, Hour:
+		unit := map[Unit]string{Minute: "mins", Hour: "hours"}[p.Unit]
+		width := sq.Expr("make_interval("+unit+" => ?)", p.N)
+		return grid{
+			// the instant of local midnight of the day of the earliest point
+			origin: sq.Expr(`SELECT ? AS at FROM (SELECT (min(ts) AT TIME ZONE ?)::date::timestamp AS day FROM pts) d`,
+				localMidnight("d.day", zone), zone),
+			key:   sq.Expr("time_bucket(?, pts.ts, origin.at)", width),
+			step:  width,
+			label: sq.Expr("g.key"),
+		}
+	case Day:
+		return grid{
+			// the local date of the earliest point; buckets are n local dates from it
+			origin: sq.Expr(`SELECT (min(ts) AT TIME ZONE ?)::date AS day FROM pts`, zone),
+			key:    sq.Expr("(origin.day + ((pts.ts AT TIME ZONE ?)::date - origin.day) / ? * ?)::timestamp", zone, p.N, p.N),
+			step:   sq.Expr("make_interval(days => ?)", p.N),
+			label:  localMidnight("g.key", zone),
+		}
+	case Week:
+		// key: local Monday 00:00; label: the Sunday that ends the week
+		return grid{
+			key:   sq.Expr("date_trunc('week', pts.ts AT TIME ZONE ?)", zone),
+			step:  sq.Expr("interval '7 days'"),
+			label: localMidnight("(g.key + interval '6 days')", zone),
+		}
+	}
+	// Month. key: local first of the month; label: its last day
+	return grid{
+		key:   sq.Expr("date_trunc('month', pts.ts AT TIME ZONE ?)", zone),
+		step:  sq.Expr("interval '1 month'"),
+		label: localMidnight("(g.key + interval '1 month' - interval '1 day')", zone),
+	}
+}
+
+// localMidnight is the first instant of the local day whose 00:00 is the timestamp
+// wall, as pandas labels it: PostgreSQL reads a midnight that happens twice (a change
+// from 01:00 back to 00:00, as in Atlantic/Azores or America/Havana) as the later
+// instant, pandas (ambiguous=True) as the earlier one. The earlier reading is the same
+// wall time of the day before plus 24 real hours, kept only when it shows that wall
+// time; least() keeps the earlier of the two. A midnight that does not exist reads as
+// the end of the gap in both.
+func localMidnight(wall, zone string) sq.Sqlizer {
+	return sq.Expr(`least(`+wall+` AT TIME ZONE ?, (
+    SELECT e FROM (SELECT (`+wall+` - interval '1 day') AT TIME ZONE ? + interval '24 hours' AS e) x
+    WHERE e AT TIME ZONE ? = `+wall+`))`, zone, zone, zone)
+}
+
+// Resample compiles an E8 request into one statement: rows per variable from its first
+// to its last non-empty bucket, empty buckets filled (NULL, or 0 for count and sum),
+// newest first within each variable.
+func Resample(r ResampleRequest) (Query, error) {
+	agg, ok := aggregates[r.Aggregation]
+	if !ok {
+		return Query{}, fmt.Errorf("resample: unknown aggregation %q", r.Aggregation)
+	}
+	fill := "b.value"
+	if r.Aggregation == "count" || r.Aggregation == "sum" {
+		fill = "coalesce(b.value, 0)"
+	}
+	g := gridFor(r.Period, r.Zone)
+	var origin any = "" // W and M need no origin
+	from := "pts"
+	if g.origin != nil {
+		// MATERIALIZED: inlined, the one-row min(ts) became the inner side of a nested
+		// loop and was recomputed for every point (quadratic, seconds for 10k points)
+		origin, from = sq.Expr(",\norigin AS MATERIALIZED (\n  ?\n)", g.origin), "pts, origin"
+	}
+	stmt := sq.ConcatExpr(sources(r.AccountID, r.VariableIDs, r.Start, r.End), origin, sq.Expr(`,
+buckets AS (
+  SELECT pts.ord, ? AS key, `+agg+` AS value
+  FROM `+from+`
+  GROUP BY 1, 2
+),
+spans AS (
+  SELECT ord, min(key) AS lo, max(key) AS hi FROM buckets GROUP BY ord
+),
+filled AS (
+  SELECT s.ord, ? AS label, `+fill+` AS value
+  FROM spans s
+  CROSS JOIN LATERAL generate_series(s.lo, s.hi, ?) AS g(key)
+  LEFT JOIN buckets b ON b.ord = s.ord AND b.key = g.key
+)
+`+unknownIDs+`
+UNION ALL
+SELECT ord, (extract(epoch FROM label) * 1000)::bigint, value FROM filled
+ORDER BY 1, 2 DESC`, g.key, g.label, g.step))
+	return build(stmt)
+}
+
+// Aggregation compiles an E9 request into one statement: one row per variable with
+// values in range (or one row in all for a join). The timestamp is the earliest one
+// reaching the value for min and max, else the latest one in range.
+func Aggregation(r AggregationRequest) (Query, error) {
+	agg, ok := aggregates[r.Aggregation]
+	if !ok {
+		return Query{}, fmt.Errorf("aggregation: unknown aggregation %q", r.Aggregation)
+	}
+	var result string
+	switch {
+	case r.Aggregation == "min" || r.Aggregation == "max":
+		dir := map[string]string{"min": "ASC", "max": "DESC"}[r.Aggregation]
+		if r.Join {
+			result = `SELECT 0 AS ord, ts, value FROM pts ORDER BY value ` + dir + `, ts LIMIT 1`
+		} else {
+			result = `SELECT DISTINCT ON (ord) ord, ts, value FROM pts ORDER BY ord, value ` + dir + `, ts`
+		}
+	case r.Join:
+		result = `SELECT 0 AS ord, max(ts) AS ts, ` + agg + ` AS value FROM pts HAVING count(*) > 0`
+	default:
+		result = `SELECT ord, max(ts) AS ts, ` + agg + ` AS value FROM pts GROUP BY ord`
+	}
+	stmt := sq.Expr(`?,
+result AS (
+  `+result+`
+)
+`+unknownIDs+`
+UNION ALL
+SELECT ord, (extract(epoch FROM ts) * 1000)::bigint, value FROM result
+ORDER BY 1, 2 NULLS FIRST`, sources(r.AccountID, r.VariableIDs, r.Start, r.End))
+	return build(stmt)
+}
+
+func build(s sq.Sqlizer) (Query, error) {
+	sql, args, err := s.ToSql()
+	if err != nil {
+		return Query{}, fmt.Errorf("build statement: %w", err)
+	}
+	return Query{SQL: sql, Args: args}, nil
+}

@@ -1,0 +1,39 @@
+WITH req AS (
+  SELECT r.ord, r.public_id
+  FROM unnest(?::text[]) WITH ORDINALITY AS r(public_id, ord)
+),
+vars AS (
+  SELECT req.ord, v.id
+  FROM req
+  JOIN variables v ON v.public_id = req.public_id AND v.account_id = ?
+),
+pts AS (
+  SELECT vars.ord, p.ts, p.value
+  FROM vars
+  JOIN "values" p ON p.variable_id = vars.id AND p.ts >= ? AND p.ts <= ?
+),
+origin AS MATERIALIZED (
+  SELECT least(d.day AT TIME ZONE ?, (
+    SELECT e FROM (SELECT (d.day - interval '1 day') AT TIME ZONE ? + interval '24 hours' AS e) x
+    WHERE e AT TIME ZONE ? = d.day)) AS at FROM (SELECT (min(ts) AT TIME ZONE ?)::date::timestamp AS day FROM pts) d
+),
+buckets AS (
+  SELECT pts.ord, time_bucket(make_interval(mins => ?), pts.ts, origin.at) AS key, avg(value) AS value
+  FROM pts, origin
+  GROUP BY 1, 2
+),
+spans AS (
+  SELECT ord, min(key) AS lo, max(key) AS hi FROM buckets GROUP BY ord
+),
+filled AS (
+  SELECT s.ord, g.key AS label, b.value AS value
+  FROM spans s
+  CROSS JOIN LATERAL generate_series(s.lo, s.hi, make_interval(mins => ?)) AS g(key)
+  LEFT JOIN buckets b ON b.ord = s.ord AND b.key = g.key
+)
+SELECT r.ord, NULL::bigint AS ts, NULL::float8 AS value
+FROM req r
+WHERE NOT EXISTS (SELECT 1 FROM vars v WHERE v.ord = r.ord)
+UNION ALL
+SELECT ord, (extract(epoch FROM label) * 1000)::bigint, value FROM filled
+ORDER BY 1, 2 DESC

@@ -1,0 +1,36 @@
+WITH req AS (
+  SELECT r.ord, r.public_id
+  FROM unnest(?::text[]) WITH ORDINALITY AS r(public_id, ord)
+),
+vars AS (
+  SELECT req.ord, v.id
+  FROM req
+  JOIN variables v ON v.public_id = req.public_id AND v.account_id = ?
+),
+pts AS (
+  SELECT vars.ord, p.ts, p.value
+  FROM vars
+  JOIN "values" p ON p.variable_id = vars.id AND p.ts <= ?
+),
+buckets AS (
+  SELECT pts.ord, date_trunc('week', pts.ts AT TIME ZONE ?) AS key, min(value) AS value
+  FROM pts
+  GROUP BY 1, 2
+),
+spans AS (
+  SELECT ord, min(key) AS lo, max(key) AS hi FROM buckets GROUP BY ord
+),
+filled AS (
+  SELECT s.ord, least((g.key + interval '6 days') AT TIME ZONE ?, (
+    SELECT e FROM (SELECT ((g.key + interval '6 days') - interval '1 day') AT TIME ZONE ? + interval '24 hours' AS e) x
+    WHERE e AT TIME ZONE ? = (g.key + interval '6 days'))) AS label, b.value AS value
+  FROM spans s
+  CROSS JOIN LATERAL generate_series(s.lo, s.hi, interval '7 days') AS g(key)
+  LEFT JOIN buckets b ON b.ord = s.ord AND b.key = g.key
+)
+SELECT r.ord, NULL::bigint AS ts, NULL::float8 AS value
+FROM req r
+WHERE NOT EXISTS (SELECT 1 FROM vars v WHERE v.ord = r.ord)
+UNION ALL
+SELECT ord, (extract(epoch FROM label) * 1000)::bigint, value FROM filled
+ORDER BY 1, 2 DESC
