@@ -27,6 +27,20 @@ var compilers = map[string]func(body []byte, account int64) (querybuilder.Query,
 		}
 		return querybuilder.Statistics(req)
 	},
+	"resample": func(body []byte, account int64) (querybuilder.Query, error) {
+		req, err := analytics.ParseResample(body, account)
+		if err != nil {
+			return querybuilder.Query{}, err
+		}
+		return querybuilder.Resample(req.Query)
+	},
+	"aggregation": func(body []byte, account int64) (querybuilder.Query, error) {
+		req, err := analytics.ParseAggregation(body, account)
+		if err != nil {
+			return querybuilder.Query{}, err
+		}
+		return querybuilder.Aggregation(req.Query)
+	},
 }
 
 func compileCmd(_ context.Context, args []string) error {

@@ -3,6 +3,7 @@ package main_test
 import (
 	"context"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 
@@ -36,5 +37,43 @@ func TestCompilePrintsRunnableSQL(t *testing.T) {
 	bad.Stdin = strings.NewReader(`{"start":5,"end":1,"variables":[]}`)
 	if msg, err := bad.CombinedOutput(); err == nil || !strings.Contains(string(msg), "400001") {
 		t.Fatalf("invalid request: %v %s", err, msg)
+	}
+}
+
+// TestCompileResampleAndAggregation: the printed E8/E9 statements run as is and answer
+// what the endpoints answer.
+func TestCompileResampleAndAggregation(t *testing.T) {
+	bin := buildBinary(t)
+	s := env.Seed(t, env.AdminToken, "rs", "v", []testenv.Point{{TS: 0, Value: 1}, {TS: 30 * 60_000, Value: 3}, {TS: 3 * 3600_000, Value: 5}})
+	cases := []struct{ endpoint, body string }{
+		{"resample", `{"variables":["` + s.VariableID + `"],"aggregation":"mean","period":"1H","start":0,"end":86400000,"tz":"Europe/Berlin"}`},
+		{"aggregation", `{"variables":["` + s.VariableID + `"],"aggregation":"max","start":0,"end":86400000}`},
+	}
+	for _, c := range cases {
+		cmd := exec.Command(bin, "compile", "--endpoint", c.endpoint)
+		cmd.Stdin = strings.NewReader(c.body)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("%s: %v", c.endpoint, err)
+		}
+		var rows []map[string]any
+		if err := env.DB.NewRaw(strings.TrimSuffix(strings.TrimSpace(string(out)), ";")).Scan(context.Background(), &rows); err != nil {
+			t.Fatalf("%s: run compiled SQL: %v\n%s", c.endpoint, err, out)
+		}
+		var got []float64
+		for _, r := range rows {
+			if v, ok := r["value"].(float64); ok {
+				got = append(got, v)
+			}
+		}
+		want := map[string][]float64{"resample": {5, 2}, "aggregation": {5}}[c.endpoint]
+		if len(got) < len(want) {
+			t.Fatalf("%s: rows %v", c.endpoint, rows)
+		}
+		for _, w := range want {
+			if !slices.Contains(got, w) {
+				t.Fatalf("%s: values %v lack %v", c.endpoint, got, w)
+			}
+		}
 	}
 }
