@@ -99,20 +99,40 @@ func points(start, end *time.Time) sq.Sqlizer {
 	const head = `  SELECT vars.ord, p.ts, p.value
   FROM vars
   `
-	switch {
-	case start == nil && end == nil:
+	if start == nil && end == nil {
 		return sq.Expr(head + `CROSS JOIN LATERAL (
     SELECT ts, value FROM "values"
     WHERE variable_id = vars.id
     ORDER BY ts DESC
     LIMIT 100
   ) p`)
-	case end == nil:
-		return sq.Expr(head+`JOIN "values" p ON p.variable_id = vars.id AND p.ts >= ? AND p.ts <= now()`, *start)
-	case start == nil:
-		return sq.Expr(head+`JOIN "values" p ON p.variable_id = vars.id AND p.ts <= ?`, *end)
 	}
-	return sq.Expr(head+`JOIN "values" p ON p.variable_id = vars.id AND p.ts >= ? AND p.ts <= ?`, *start, *end)
+	return sq.ConcatExpr(head+`JOIN "values" p ON p.variable_id = vars.id AND `, inRange("p.ts", start, end))
+}
+
+// inRange is the range rule's predicate on a ts column (one bound may be open; "only
+// start" runs to now).
+func inRange(col string, start, end *time.Time) sq.Sqlizer {
+	switch {
+	case end == nil:
+		return sq.Expr(col+` >= ? AND `+col+` <= now()`, *start)
+	case start == nil:
+		return sq.Expr(col+` <= ?`, *end)
+	}
+	return sq.Expr(col+` >= ? AND `+col+` <= ?`, *start, *end)
+}
+
+// earliest is the earliest point in range among the variables: one index probe per
+// variable (LIMIT 1 on (variable_id, ts)), so that finding the grid origin does not read
+// the points and pts stays a single-use CTE that PostgreSQL inlines into the
+// aggregation. Without a range, pts holds at most 100 rows a variable: read them.
+func earliest(start, end *time.Time) sq.Sqlizer {
+	if start == nil && end == nil {
+		return sq.Expr(`SELECT min(ts) AS ts FROM pts`)
+	}
+	return sq.ConcatExpr(`SELECT min(f.ts) AS ts FROM vars CROSS JOIN LATERAL (
+    SELECT ts FROM "values" WHERE variable_id = vars.id AND `, inRange("ts", start, end), `
+    ORDER BY ts LIMIT 1) f`)
 }
 
 // grid says how one period kind buckets points: origin is the CTE the key needs (or
@@ -129,15 +149,15 @@ type grid struct {
 	origin, key, step, label sq.Sqlizer
 }
 
-func gridFor(p Period, zone string) grid {
+func gridFor(p Period, zone string, first sq.Sqlizer) grid {
 	switch p.Unit {
 	case Minute, Hour:
 		unit := map[Unit]string{Minute: "mins", Hour: "hours"}[p.Unit]
 		width := sq.Expr("make_interval("+unit+" => ?)", p.N)
 		return grid{
 			// the instant of local midnight of the day of the earliest point
-			origin: sq.Expr(`SELECT ? AS at FROM (SELECT (min(ts) AT TIME ZONE ?)::date::timestamp AS day FROM pts) d`,
-				localMidnight("d.day", zone), zone),
+			origin: sq.Expr(`SELECT ? AS at FROM (SELECT (fp.ts AT TIME ZONE ?)::date::timestamp AS day FROM (?) fp) d`,
+				localMidnight("d.day", zone), zone, first),
 			key:   sq.Expr("time_bucket(?, pts.ts, origin.at)", width),
 			step:  width,
 			label: sq.Expr("g.key"),
@@ -145,7 +165,7 @@ func gridFor(p Period, zone string) grid {
 	case Day:
 		return grid{
 			// the local date of the earliest point; buckets are n local dates from it
-			origin: sq.Expr(`SELECT (min(ts) AT TIME ZONE ?)::date AS day FROM pts`, zone),
+			origin: sq.Expr(`SELECT (fp.ts AT TIME ZONE ?)::date AS day FROM (?) fp`, zone, first),
 			key:    sq.Expr("(origin.day + ((pts.ts AT TIME ZONE ?)::date - origin.day) / ? * ?)::timestamp", zone, p.N, p.N),
 			step:   sq.Expr("make_interval(days => ?)", p.N),
 			label:  localMidnight("g.key", zone),
@@ -191,7 +211,7 @@ func Resample(r ResampleRequest) (Query, error) {
 	if r.Aggregation == "count" || r.Aggregation == "sum" {
 		fill = "coalesce(b.value, 0)"
 	}
-	g := gridFor(r.Period, r.Zone)
+	g := gridFor(r.Period, r.Zone, earliest(r.Start, r.End))
 	var origin any = "" // W and M need no origin
 	from := "pts"
 	if g.origin != nil {

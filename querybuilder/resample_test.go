@@ -20,11 +20,11 @@ func TestResampleGolden(t *testing.T) {
 		args []any
 	}{
 		{"resample_15T_range.sql", ResampleRequest{7, rsIDs, "mean", Period{Minute, 15}, "America/New_York", &rsStart, &rsEnd},
-			append([]any{rsIDs, int64(7), rsStart, rsEnd}, zones("America/New_York", 4, 15, 15)...)},
+			append([]any{rsIDs, int64(7), rsStart, rsEnd}, zones("America/New_York", 4, rsStart, rsEnd, 15, 15)...)},
 		{"resample_5H_count_last100.sql", ResampleRequest{7, rsIDs, "count", Period{Hour, 5}, "Pacific/Chatham", nil, nil},
 			append([]any{rsIDs, int64(7)}, zones("Pacific/Chatham", 4, 5, 5)...)},
 		{"resample_2D_sum_start.sql", ResampleRequest{7, rsIDs, "sum", Period{Day, 2}, "Australia/Lord_Howe", &rsStart, nil},
-			append([]any{rsIDs, int64(7), rsStart}, append(zones("Australia/Lord_Howe", 2, 2, 2), zones("Australia/Lord_Howe", 3, 2)...)...)},
+			append([]any{rsIDs, int64(7), rsStart}, append(zones("Australia/Lord_Howe", 1, rsStart, "Australia/Lord_Howe", 2, 2), zones("Australia/Lord_Howe", 3, 2)...)...)},
 		{"resample_W_min_end.sql", ResampleRequest{7, rsIDs, "min", Period{Week, 1}, "Europe/Berlin", nil, &rsEnd},
 			append([]any{rsIDs, int64(7), rsEnd}, zones("Europe/Berlin", 4)...)},
 		{"resample_M_max.sql", ResampleRequest{7, rsIDs, "max", Period{Month, 1}, "Asia/Kolkata", &rsStart, &rsEnd},

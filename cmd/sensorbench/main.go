@@ -44,6 +44,9 @@ func run(ctx context.Context, ingestDots, seriesPoints int) error {
 	if err := benchStatistics(ctx, h, s); err != nil {
 		return err
 	}
+	if err := benchResample(ctx, h, s); err != nil {
+		return err
+	}
 	fmt.Printf("server peak RSS during the analytics benchmarks: %.0f MiB (target < 256 MiB)\n", rss.Stop())
 	return nil
 }

@@ -40,6 +40,10 @@ func Open(ctx context.Context, dsn string, queryTimeout time.Duration) (*DB, err
 	if queryTimeout > 0 {
 		cfg.ConnConfig.RuntimeParams["statement_timeout"] = strconv.FormatInt(queryTimeout.Milliseconds(), 10)
 	}
+	// JIT compilation is planned from row estimates; for the analytics statements over
+	// millions of points it cost more than the query itself (measured: resample 1H mean
+	// over 500k points, 1285 ms with JIT of which 873 ms compiling, 337 ms without).
+	cfg.ConnConfig.RuntimeParams["jit"] = "off"
 	cfg.MaxConns = 32
 	cfg.HealthCheckPeriod = 5 * time.Second
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)

@@ -15,7 +15,9 @@ pts AS (
 origin AS MATERIALIZED (
   SELECT least(d.day AT TIME ZONE ?, (
     SELECT e FROM (SELECT (d.day - interval '1 day') AT TIME ZONE ? + interval '24 hours' AS e) x
-    WHERE e AT TIME ZONE ? = d.day)) AS at FROM (SELECT (min(ts) AT TIME ZONE ?)::date::timestamp AS day FROM pts) d
+    WHERE e AT TIME ZONE ? = d.day)) AS at FROM (SELECT (fp.ts AT TIME ZONE ?)::date::timestamp AS day FROM (SELECT min(f.ts) AS ts FROM vars CROSS JOIN LATERAL (
+    SELECT ts FROM "values" WHERE variable_id = vars.id AND ts >= ? AND ts <= ?
+    ORDER BY ts LIMIT 1) f) fp) d
 ),
 buckets AS (
   SELECT pts.ord, time_bucket(make_interval(mins => ?), pts.ts, origin.at) AS key, avg(value) AS value

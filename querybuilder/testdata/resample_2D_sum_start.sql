@@ -13,7 +13,9 @@ pts AS (
   JOIN "values" p ON p.variable_id = vars.id AND p.ts >= ? AND p.ts <= now()
 ),
 origin AS MATERIALIZED (
-  SELECT (min(ts) AT TIME ZONE ?)::date AS day FROM pts
+  SELECT (fp.ts AT TIME ZONE ?)::date AS day FROM (SELECT min(f.ts) AS ts FROM vars CROSS JOIN LATERAL (
+    SELECT ts FROM "values" WHERE variable_id = vars.id AND ts >= ? AND ts <= now()
+    ORDER BY ts LIMIT 1) f) fp
 ),
 buckets AS (
   SELECT pts.ord, (origin.day + ((pts.ts AT TIME ZONE ?)::date - origin.day) / ? * ?)::timestamp AS key, sum(value) AS value

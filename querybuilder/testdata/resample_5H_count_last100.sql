@@ -20,7 +20,7 @@ pts AS (
 origin AS MATERIALIZED (
   SELECT least(d.day AT TIME ZONE ?, (
     SELECT e FROM (SELECT (d.day - interval '1 day') AT TIME ZONE ? + interval '24 hours' AS e) x
-    WHERE e AT TIME ZONE ? = d.day)) AS at FROM (SELECT (min(ts) AT TIME ZONE ?)::date::timestamp AS day FROM pts) d
+    WHERE e AT TIME ZONE ? = d.day)) AS at FROM (SELECT (fp.ts AT TIME ZONE ?)::date::timestamp AS day FROM (SELECT min(ts) AS ts FROM pts) fp) d
 ),
 buckets AS (
   SELECT pts.ord, time_bucket(make_interval(hours => ?), pts.ts, origin.at) AS key, count(value)::float8 AS value
