@@ -176,4 +176,18 @@ func snapshot(t *testing.T, c *testenv.Client, paths []string) map[string]string
 	return out
 }
 
-func analyticsHostileEndpoints(string) []hostileEndpoint { return nil }
+// analyticsHostileEndpoints are E8 and E9 with a valid body naming varID.
+func analyticsHostileEndpoints(varID string) []hostileEndpoint {
+	base := func(extra map[string]any) map[string]any {
+		m := map[string]any{"variables": []string{varID}, "aggregation": "mean", "start": 0, "end": 10_000,
+			"tz": "Europe/Berlin", "join_dataframes": false, "precision": 2}
+		for k, v := range extra {
+			m[k] = v
+		}
+		return m
+	}
+	return []hostileEndpoint{
+		{"POST", "/api/v1.6/data/stats/resample", base(map[string]any{"period": "1H"})},
+		{"POST", "/api/v1.6/data/stats/aggregation", base(nil)},
+	}
+}
