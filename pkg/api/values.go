@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -108,6 +109,9 @@ func (s *Server) postVariableValues(c *gin.Context) error {
 		return nil
 	}
 	d := dots[0]
+	if d.Context == nil {
+		d.Context = json.RawMessage(`{}`)
+	}
 	c.JSON(http.StatusCreated, ingest.StoredDot{Value: d.Value, Timestamp: d.TS, Context: d.Context, CreatedAt: time.Now().UnixMilli()})
 	return nil
 }

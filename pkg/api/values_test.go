@@ -226,6 +226,9 @@ func TestReadRangePagingDeleteAndStatistics(t *testing.T) {
 	if len(got) != 3 || got[0].Timestamp != 5000 || got[2].Timestamp != 3000 {
 		t.Fatalf("inclusive range: %+v", got)
 	}
+	if string(got[0].Context) != `{}` {
+		t.Fatalf("a dot without context reads back with context %s, want {} (as lastValue shows it)", got[0].Context)
+	}
 	r := c.Get(base + "/values?page_size=4&page=2&start=0")
 	body := r.Object(t)
 	res := body["results"].([]any)

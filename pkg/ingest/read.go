@@ -72,7 +72,8 @@ func (r Range) bounds() (time.Time, time.Time) {
 // more follow (one extra row is read instead of counting the series).
 func (s *Store) Page(ctx context.Context, key int64, r Range, offset, limit int) ([]StoredDot, bool, error) {
 	start, end := r.bounds()
-	rows, err := s.Pool.Query(ctx, `SELECT value, (extract(epoch FROM ts) * 1000)::bigint, context,
+	// a dot stored without context reads as {}, as lastValue shows it
+	rows, err := s.Pool.Query(ctx, `SELECT value, (extract(epoch FROM ts) * 1000)::bigint, coalesce(context, '{}'),
 		(extract(epoch FROM created_at) * 1000)::bigint
 		FROM "values" WHERE variable_id = $1 AND ts BETWEEN $2 AND $3
 		ORDER BY ts DESC OFFSET $4 LIMIT $5`, key, start, end, offset, limit+1)
