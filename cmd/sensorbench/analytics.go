@@ -48,6 +48,12 @@ func loadSeries(ctx context.Context, h *harness, points int) (series, error) {
 	if _, err := h.db.ExecContext(ctx, `VACUUM ANALYZE "values"`); err != nil {
 		return s, err
 	}
+	var bytes, rows int64
+	if err := h.db.NewRaw(`SELECT hypertable_size('values'), (SELECT count(*) FROM "values")`).Scan(ctx, &bytes, &rows); err != nil {
+		return s, err
+	}
+	fmt.Printf("  storage: %d values in %.0f MiB with the index, %.1f MiB per million values\n",
+		rows, float64(bytes)/(1<<20), float64(bytes)/(1<<20)/(float64(rows)/1e6))
 	err = h.db.NewRaw(`SELECT public_id FROM variables WHERE account_id = ?`, acct).Scan(ctx, &s.variableID)
 	return s, err
 }
