@@ -40,12 +40,7 @@ func (s *Server) listDevices(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	base := s.baseURL(c)
-	results := make([]model.DeviceJSON, len(devices))
-	for i := range devices {
-		results[i] = devices[i].JSON(base)
-	}
-	c.JSON(http.StatusOK, s.listBody(c, p, count, results))
+	listPage(s, c, p, devices, count, (*model.Device).JSON)
 	return nil
 }
 

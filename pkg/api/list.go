@@ -1,12 +1,23 @@
 package api
 
 import (
+	"net/http"
 	"strconv"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/sensordata/sensorapi/pkg/store"
 )
+
+// listPage answers a page of rows in their response shape as the DRF list body.
+func listPage[T, R any](s *Server, c *gin.Context, p store.ListParams, rows []T, count int, shape func(*T, string) R) {
+	base := s.baseURL(c)
+	results := make([]R, len(rows))
+	for i := range rows {
+		results[i] = shape(&rows[i], base)
+	}
+	c.JSON(http.StatusOK, s.listBody(c, p, count, results))
+}
 
 // listBody is the DRF list shape: count, next and previous (absolute URLs keeping every
 // other query parameter, or null) and the page's results.

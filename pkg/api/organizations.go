@@ -57,12 +57,7 @@ func (s *Server) listOrganizations(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	base := s.baseURL(c)
-	results := make([]model.OrganizationResponse, len(orgs))
-	for i := range orgs {
-		results[i] = orgs[i].Response(base)
-	}
-	c.JSON(http.StatusOK, s.listBody(c, p, n, results))
+	listPage(s, c, p, orgs, n, (*model.Organization).Response)
 	return nil
 }
 
@@ -167,12 +162,7 @@ func (s *Server) listRoles(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	base := s.baseURL(c)
-	results := make([]model.RoleResponse, len(roles))
-	for i := range roles {
-		results[i] = roles[i].Response(base)
-	}
-	c.JSON(http.StatusOK, s.listBody(c, p, n, results))
+	listPage(s, c, p, roles, n, (*model.Role).Response)
 	return nil
 }
 

@@ -84,12 +84,7 @@ func (s *Server) listUsers(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	base := s.baseURL(c)
-	results := make([]model.UserResponse, len(users))
-	for i := range users {
-		results[i] = users[i].Response(base)
-	}
-	c.JSON(http.StatusOK, s.listBody(c, p, n, results))
+	listPage(s, c, p, users, n, (*model.User).Response)
 	return nil
 }
 

@@ -49,12 +49,7 @@ func (s *Server) listVariables(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	base := s.baseURL(c)
-	results := make([]model.VariableJSON, len(vars))
-	for i := range vars {
-		results[i] = vars[i].JSON(base)
-	}
-	c.JSON(http.StatusOK, s.listBody(c, p, count, results))
+	listPage(s, c, p, vars, count, (*model.Variable).JSON)
 	return nil
 }
 
