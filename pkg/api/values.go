@@ -166,8 +166,9 @@ func (s *Server) postCollection(c *gin.Context) error {
 	return nil
 }
 
-// pathVariable resolves the variable named by the path (id, or device and variable labels).
-func (s *Server) pathVariable(c *gin.Context, store *ingest.Store) (int64, error) {
+// pathVariable resolves the variable named by the path (id, or device and variable
+// labels) and returns the value store to read or delete its values with.
+func (s *Server) pathVariable(c *gin.Context) (*ingest.Store, int64, error) {
 	v := ingest.Variable{ID: c.Param("id")}
 	valid := validate.IsID(v.ID)
 	if v.ID == "" {
@@ -177,15 +178,16 @@ func (s *Server) pathVariable(c *gin.Context, store *ingest.Store) (int64, error
 		valid = devOK && varOK
 	}
 	if !valid { // it can name nothing: answer without asking the database
-		return 0, apierr.NotFound(fmt.Sprintf("Variable '%s' was not found.", v))
+		return nil, 0, apierr.NotFound(fmt.Sprintf("Variable '%s' was not found.", v))
 	}
-	return store.Resolve(c, account(c).ID, v)
+	st := s.valueStore()
+	key, err := st.Resolve(c, account(c).ID, v)
+	return st, key, err
 }
 
 // getValues: newest first, start/end inclusive, page/page_size (default 100, max 10000).
 func (s *Server) getValues(c *gin.Context) error {
-	store := s.valueStore()
-	key, err := s.pathVariable(c, store)
+	st, key, err := s.pathVariable(c)
 	if err != nil {
 		return err
 	}
@@ -194,7 +196,7 @@ func (s *Server) getValues(c *gin.Context) error {
 		return err
 	}
 	page, size := intParam(c, "page", 1, 1, 1<<31), intParam(c, "page_size", 100, 1, 10000)
-	dots, more, err := store.Page(c, key, r, (page-1)*size, size)
+	dots, more, err := st.Page(c, key, r, (page-1)*size, size)
 	if err != nil {
 		return err
 	}
@@ -215,12 +217,11 @@ func (s *Server) getValues(c *gin.Context) error {
 
 // getLastValue answers the newest value as a bare number (null without values).
 func (s *Server) getLastValue(c *gin.Context) error {
-	store := s.valueStore()
-	key, err := s.pathVariable(c, store)
+	st, key, err := s.pathVariable(c)
 	if err != nil {
 		return err
 	}
-	d, err := store.Last(c, key)
+	d, err := st.Last(c, key)
 	if err != nil {
 		return err
 	}
@@ -233,8 +234,7 @@ func (s *Server) getLastValue(c *gin.Context) error {
 }
 
 func (s *Server) deleteValues(c *gin.Context) error {
-	store := s.valueStore()
-	key, err := s.pathVariable(c, store)
+	st, key, err := s.pathVariable(c)
 	if err != nil {
 		return err
 	}
@@ -242,7 +242,7 @@ func (s *Server) deleteValues(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := store.Delete(c, key, r); err != nil {
+	if err := st.Delete(c, key, r); err != nil {
 		return err
 	}
 	c.Status(http.StatusNoContent)
@@ -255,8 +255,7 @@ func (s *Server) getStatistic(c *gin.Context) error {
 	if !ingest.IsStatistic(agg) {
 		return apierr.Invalid("agg", "Choose one of mean, variance, min, max, sum, count.")
 	}
-	store := s.valueStore()
-	key, err := s.pathVariable(c, store)
+	st, key, err := s.pathVariable(c)
 	if err != nil {
 		return err
 	}
@@ -264,7 +263,7 @@ func (s *Server) getStatistic(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	v, err := store.Statistic(c, key, agg, r)
+	v, err := st.Statistic(c, key, agg, r)
 	if err != nil {
 		return err
 	}
