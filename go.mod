@@ -14,6 +14,7 @@ require (
 	github.com/testcontainers/testcontainers-go v0.45.0
 	github.com/uptrace/bun v1.3.0
 	github.com/uptrace/bun/dialect/pgdialect v1.3.0
+	github.com/valyala/fastjson v1.6.10
 	golang.org/x/crypto v0.58.0
 	golang.org/x/time v0.16.0
 )

@@ -5,11 +5,12 @@
 package ingest
 
 import (
-	"bytes"
 	"encoding/json"
 	"math"
 	"strconv"
 	"time"
+
+	"github.com/valyala/fastjson"
 
 	"github.com/sensordata/sensorapi/pkg/apierr"
 	"github.com/sensordata/sensorapi/pkg/validate"
@@ -40,6 +41,10 @@ type Parser struct {
 	Errs apierr.Fields
 }
 
+// parsers are reused across requests: a parser keeps its value cache, and nothing of
+// a parse outlives the request's Device/Values/Collection call (dots copy what they keep).
+var parsers fastjson.ParserPool
+
 // NewParser uses the request's timestamp query parameter when valid, else now.
 func NewParser(queryTimestamp string, now time.Time) (*Parser, error) {
 	p := &Parser{Now: now.UnixMilli(), Errs: apierr.Fields{}}
@@ -55,163 +60,179 @@ func NewParser(queryTimestamp string, now time.Time) (*Parser, error) {
 
 // Device parses {VAR_LABEL: number | dot | [dots], ...}. Dots keep body order.
 func (p *Parser) Device(body []byte) ([]Dot, error) {
-	var fields []field
-	if err := decodeOrderedObject(body, &fields); err != nil {
+	jp := parsers.Get()
+	defer parsers.Put(jp)
+	root, err := parse(jp, body)
+	if err != nil {
 		return nil, err
 	}
-	var dots []Dot
-	for _, f := range fields {
-		label, ok := validate.Label(f.key)
-		if !ok {
-			p.Errs.Add(f.key, validate.MsgLabel)
-			continue
-		}
-		dots = append(dots, p.dotOrList(f.raw, f.key, label)...)
+	obj, err := root.Object()
+	if err != nil {
+		return nil, apierr.ParseError("expected a JSON object of variable labels")
 	}
+	dots := make([]Dot, 0, 64)
+	obj.Visit(func(key []byte, v *fastjson.Value) {
+		label, ok := validate.Label(string(key))
+		if !ok {
+			p.Errs.Add(string(key), validate.MsgLabel)
+			return
+		}
+		dots = p.dotOrList(dots, v, string(key), label)
+	})
 	return dots, p.Errs.Err()
 }
 
 // Values parses a dot or a list of dots for one variable.
 func (p *Parser) Values(body []byte) ([]Dot, error) {
-	dots := p.dotOrList(body, "", "")
+	jp := parsers.Get()
+	defer parsers.Put(jp)
+	root, err := parse(jp, body)
+	if err != nil {
+		return nil, err
+	}
+	dots := p.dotOrList(nil, root, "", "")
 	return dots, p.Errs.Err()
 }
 
 // Collection parses [{"variable": ID, "value":.., "timestamp":.., "context":..}, ...].
 func (p *Parser) Collection(body []byte) ([]Dot, error) {
-	var items []json.RawMessage
-	if err := json.Unmarshal(body, &items); err != nil || items == nil {
+	jp := parsers.Get()
+	defer parsers.Put(jp)
+	root, err := parse(jp, body)
+	if err != nil {
+		return nil, err
+	}
+	items, err := root.Array()
+	if err != nil {
 		return nil, apierr.ParseError("expected a JSON list of dots")
 	}
 	dots := make([]Dot, 0, len(items))
 	for i, it := range items {
-		path := strconv.Itoa(i)
-		var obj struct {
-			Variable *string `json:"variable"`
-		}
-		if json.Unmarshal(it, &obj) != nil || obj.Variable == nil {
-			p.Errs.Add(path+".variable", "A variable id is required.")
+		id := it.Get("variable")
+		if id == nil || id.Type() != fastjson.TypeString {
+			p.Errs.Add(strconv.Itoa(i)+".variable", "A variable id is required.")
 			continue
 		}
-		if d, ok := p.dot(it, path); ok {
-			d.Target = *obj.Variable
+		if d, ok := p.dot(it, "", i); ok {
+			d.Target = string(id.GetStringBytes())
 			dots = append(dots, d)
 		}
 	}
 	return dots, p.Errs.Err()
 }
 
-func (p *Parser) dotOrList(raw json.RawMessage, path, target string) []Dot {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) > 0 && raw[0] == '[' {
-		var items []json.RawMessage
-		if err := json.Unmarshal(raw, &items); err != nil {
-			p.Errs.Add(orBody(path), msgDot)
-			return nil
-		}
-		dots := make([]Dot, 0, len(items))
+// parse reads the body in one pass (the HTTP layer has already checked it is valid
+// JSON and UTF-8); the values it returns live until jp parses again.
+func parse(jp *fastjson.Parser, body []byte) (*fastjson.Value, error) {
+	v, err := jp.ParseBytes(body)
+	if err != nil {
+		return nil, apierr.ParseError(err.Error())
+	}
+	return v, nil
+}
+
+func (p *Parser) dotOrList(dots []Dot, v *fastjson.Value, path, target string) []Dot {
+	if v.Type() == fastjson.TypeArray {
+		items, _ := v.Array()
 		for i, it := range items {
-			if d, ok := p.dot(it, join(path, strconv.Itoa(i))); ok {
+			if d, ok := p.dot(it, path, i); ok {
 				d.Target = target
 				dots = append(dots, d)
 			}
 		}
 		return dots
 	}
-	d, ok := p.dot(raw, path)
-	if !ok {
-		return nil
+	if d, ok := p.dot(v, path, -1); ok {
+		d.Target = target
+		dots = append(dots, d)
 	}
-	d.Target = target
-	return []Dot{d}
+	return dots
 }
 
-// dot parses a bare number (or boolean) or {"value", "timestamp", "context"}.
-func (p *Parser) dot(raw json.RawMessage, path string) (Dot, bool) {
-	raw = bytes.TrimSpace(raw)
+// dot parses a bare number (or boolean) or {"value", "timestamp", "context"}. Its
+// path is path plus the list index idx (-1: none), spelled out only for a message.
+func (p *Parser) dot(v *fastjson.Value, path string, idx int) (Dot, bool) {
 	d := Dot{TS: p.Now}
-	if len(raw) == 0 || raw[0] != '{' {
-		v, ok := number(raw)
+	if v.Type() != fastjson.TypeObject {
+		val, ok := number(v)
 		if !ok {
-			p.Errs.Add(orBody(path), msgDot)
+			p.Errs.Add(where(path, idx, ""), msgDot)
 		}
-		d.Value = v
+		d.Value = val
 		return d, ok
 	}
-	var obj struct {
-		Value     json.RawMessage `json:"value"`
-		Timestamp json.RawMessage `json:"timestamp"`
-		Context   json.RawMessage `json:"context"`
-	}
-	if err := json.Unmarshal(raw, &obj); err != nil {
-		p.Errs.Add(orBody(path), msgDot)
-		return d, false
-	}
 	var ok bool
-	if d.Value, ok = number(obj.Value); !ok {
-		p.Errs.Add(join(path, "value"), msgNumber)
+	if d.Value, ok = number(v.Get("value")); !ok {
+		p.Errs.Add(where(path, idx, "value"), msgNumber)
 	}
-	if obj.Timestamp != nil && !isNull(obj.Timestamp) {
-		ts, tsOK := timestamp(obj.Timestamp)
-		if !tsOK {
-			p.Errs.Add(join(path, "timestamp"), msgTimestamp)
+	if ts := v.Get("timestamp"); ts != nil && ts.Type() != fastjson.TypeNull {
+		var tsOK bool
+		if d.TS, tsOK = timestamp(ts); !tsOK {
+			p.Errs.Add(where(path, idx, "timestamp"), msgTimestamp)
 			ok = false
 		}
-		d.TS = ts
 	}
-	if obj.Context != nil && !isNull(obj.Context) {
-		c, cOK := contextObject(obj.Context)
-		if !cOK {
-			p.Errs.Add(join(path, "context"), msgContext)
+	if c := v.Get("context"); c != nil && c.Type() != fastjson.TypeNull {
+		var cOK bool
+		if d.Context, cOK = contextObject(c); !cOK {
+			p.Errs.Add(where(path, idx, "context"), msgContext)
 			ok = false
 		}
-		d.Context = c
 	}
 	return d, ok
 }
 
 // number accepts a finite JSON number, or a boolean as 1/0.
-func number(raw json.RawMessage) (float64, bool) {
-	switch string(raw) {
-	case "true":
+func number(v *fastjson.Value) (float64, bool) {
+	if v == nil {
+		return 0, false
+	}
+	switch v.Type() {
+	case fastjson.TypeTrue:
 		return 1, true
-	case "false":
+	case fastjson.TypeFalse:
 		return 0, true
+	case fastjson.TypeNumber:
+		f, err := v.Float64()
+		return f, err == nil && !math.IsInf(f, 0) && !math.IsNaN(f)
 	}
-	if len(raw) == 0 || (raw[0] != '-' && (raw[0] < '0' || raw[0] > '9')) {
-		return 0, false
-	}
-	v, err := strconv.ParseFloat(string(raw), 64)
-	if err != nil || math.IsInf(v, 0) || math.IsNaN(v) {
-		return 0, false
-	}
-	return v, true
+	return 0, false
 }
 
-func timestamp(raw json.RawMessage) (int64, bool) {
-	if ts, err := strconv.ParseInt(string(raw), 10, 64); err == nil {
+// timestamp accepts an integral number of milliseconds in range (1.0e3 is 1000).
+func timestamp(v *fastjson.Value) (int64, bool) {
+	if v.Type() != fastjson.TypeNumber {
+		return 0, false
+	}
+	if ts, err := v.Int64(); err == nil {
 		return ts, ts >= 0 && ts <= maxTimestamp
 	}
-	f, ok := number(raw)
-	if !ok || raw[0] == 't' || raw[0] == 'f' || f != math.Trunc(f) || f < 0 || f > maxTimestamp {
+	f, ok := number(v)
+	if !ok || f != math.Trunc(f) || f < 0 || f > maxTimestamp {
 		return 0, false
 	}
 	return int64(f), true
 }
 
-func contextObject(raw json.RawMessage) (json.RawMessage, bool) {
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
+// contextObject returns the context compacted, if it is an object of at most 8 KiB.
+func contextObject(v *fastjson.Value) (json.RawMessage, bool) {
+	if v.Type() != fastjson.TypeObject {
 		return nil, false
 	}
-	var b bytes.Buffer
-	if err := json.Compact(&b, raw); err != nil || b.Len() > maxContextSize {
-		return nil, false
-	}
-	return b.Bytes(), true
+	b := v.MarshalTo(nil)
+	return b, len(b) <= maxContextSize
 }
 
-func isNull(raw json.RawMessage) bool { return string(bytes.TrimSpace(raw)) == "null" }
+// where spells out the path of a field of a dot for its message.
+func where(path string, idx int, field string) string {
+	if idx >= 0 {
+		path = join(path, strconv.Itoa(idx))
+	}
+	if field == "" {
+		return orBody(path)
+	}
+	return join(path, field)
+}
 
 func join(path, elem string) string {
 	if path == "" {
@@ -225,30 +246,4 @@ func orBody(path string) string {
 		return "body"
 	}
 	return path
-}
-
-type field struct {
-	key string
-	raw json.RawMessage
-}
-
-// decodeOrderedObject reads a JSON object keeping key order (a later key wins in the
-// dedup step, as the body reads).
-func decodeOrderedObject(body []byte, out *[]field) error {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return apierr.ParseError("expected a JSON object of variable labels")
-	}
-	for dec.More() {
-		t, err := dec.Token()
-		if err != nil {
-			return apierr.ParseError(err.Error())
-		}
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			return apierr.ParseError(err.Error())
-		}
-		*out = append(*out, field{key: t.(string), raw: raw})
-	}
-	return nil
 }
