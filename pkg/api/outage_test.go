@@ -2,12 +2,17 @@ package api_test
 
 import (
 	"context"
+	"fmt"
+	"net"
+	"net/url"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/sensordata/sensorapi/pkg/store"
 	"github.com/sensordata/sensorapi/pkg/testenv"
 	"github.com/sensordata/sensorapi/testcontainers"
 )
@@ -182,4 +187,87 @@ func TestOutageDuringIngestion(t *testing.T) {
 		}
 	}
 	t.Logf("%d batches acknowledged, %d stored", len(acked), len(stored))
+}
+
+// TestClientDisconnectWritesNothing: a client that goes away in the middle of sending
+// its body leaves no partial write.
+func TestClientDisconnectWritesNothing(t *testing.T) {
+	c := env.Client(t)
+	u, err := url.Parse(c.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var body strings.Builder
+	body.WriteString(`{"temperature":[`)
+	for i := range 20_000 {
+		if i > 0 {
+			body.WriteString(",")
+		}
+		fmt.Fprintf(&body, `{"value":%d,"timestamp":%d}`, i, i+1)
+	}
+	body.WriteString(`]}`)
+	full := body.String()
+	conn, err := net.Dial("tcp", u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(conn, "POST /api/v1.6/devices/gone/ HTTP/1.1\r\nHost: %s\r\nX-Auth-Token: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n",
+		u.Host, env.AdminToken, len(full))
+	if _, err := conn.Write([]byte(full[:len(full)/2])); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	_ = conn.Close()
+	time.Sleep(500 * time.Millisecond) // let the server notice and finish the request
+	var devices, values int
+	err = env.DB.NewRaw(`SELECT (SELECT count(*) FROM devices WHERE label = 'gone'),
+		(SELECT count(*) FROM "values" v JOIN variables x ON x.id = v.variable_id JOIN devices d ON d.id = x.device_id WHERE d.label = 'gone')`).
+		Scan(context.Background(), &devices, &values)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if devices != 0 || values != 0 {
+		t.Fatalf("a request cut off mid-body wrote %d devices and %d values", devices, values)
+	}
+	// the same body sent whole is written whole
+	if r := c.Post("/api/v1.6/devices/gone/", full); r.Status != 200 {
+		t.Fatalf("whole body: %d %.200s", r.Status, r.Body)
+	}
+	_ = env.DB.NewRaw(`SELECT count(*) FROM "values" v JOIN variables x ON x.id = v.variable_id JOIN devices d ON d.id = x.device_id WHERE d.label = 'gone'`).
+		Scan(context.Background(), &values)
+	if values != 20_000 {
+		t.Fatalf("whole body stored %d values", values)
+	}
+}
+
+// TestQueryTimeoutAnswersJSON: with SENSORAPI_QUERY_TIMEOUT short, a long analytics
+// query is cancelled by the database and answered with the timeout body; the service's
+// connections stay usable.
+func TestQueryTimeoutAnswersJSON(t *testing.T) {
+	ctx := context.Background()
+	points := make([]testenv.Point, 400_000)
+	for i := range points {
+		points[i] = testenv.Point{TS: int64(i) * 1000, Value: float64(i%977) * 1.5}
+	}
+	s := env.Seed(t, env.AdminToken, "slow", "v", points)
+	db, err := store.Open(ctx, env.DSN, 50*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	c := env.ClientWith(t, env.Config())
+	c.Server.DB = db
+	body := fmt.Sprintf(`{"start":0,"end":%d,"variables":[{"variable":"%s"}],"aggregations":["p25","p50","p75","std"]}`,
+		int64(len(points))*1000, s.VariableID)
+	r := c.Post("/api/v2.0/data/statistics", body)
+	want := `{"code":503002,"message":"Query timed out.","detail":"The query ran longer than the configured statement timeout."}`
+	if r.Status != 503 || string(r.Body) != want || r.Header.Get("Retry-After") == "" {
+		t.Fatalf("got %d %s", r.Status, r.Body)
+	}
+	if got := c.Get("/api/v2.0/account"); got.Status != 200 {
+		t.Fatalf("after the timeout: %d %s", got.Status, got.Body)
+	}
+	if n := db.Pool.Stat().AcquiredConns(); n != 0 {
+		t.Fatalf("%d connections still held", n)
+	}
 }
