@@ -116,14 +116,14 @@ func TestResampleExplain(t *testing.T) {
 	start := time.Now()
 	r = c.Post(aggregationPath+"?explain=analyze", map[string]any{"variables": []string{v.VariableID}, "aggregation": "max"})
 	var analyzed struct {
-		SQL         string           `json:"sql"`
-		Plan        []map[string]any `json:"plan"`
-		ExecutionMS *float64         `json:"execution_ms"`
+		SQL         string         `json:"sql"`
+		Plan        map[string]any `json:"plan"`
+		ExecutionMS *float64       `json:"execution_ms"`
 	}
 	if err := json.Unmarshal(r.Body, &analyzed); err != nil || r.Status != 200 {
 		t.Fatalf("%d %s", r.Status, r.Body)
 	}
-	if analyzed.SQL == "" || len(analyzed.Plan) != 1 || analyzed.Plan[0]["Plan"] == nil ||
+	if analyzed.SQL == "" || analyzed.Plan["Plan"] == nil ||
 		analyzed.ExecutionMS == nil || *analyzed.ExecutionMS > float64(time.Since(start).Milliseconds()+1) {
 		t.Fatalf("explain=analyze: %s", r.Body)
 	}

@@ -1,0 +1,63 @@
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/sensordata/sensorapi/pkg/apierr"
+	"github.com/sensordata/sensorapi/pkg/store"
+	"github.com/sensordata/sensorapi/querybuilder"
+)
+
+// explain answers ?explain=sql|analyze for a compiled analytics statement (API.md §10)
+// and reports whether it did; without the parameter the caller runs the statement.
+func (s *Server) explain(c *gin.Context, q querybuilder.Query) (bool, error) {
+	switch mode := c.Query("explain"); mode {
+	case "":
+		return false, nil
+	case "sql", "analyze":
+		return true, s.explainCompiled(c, q, mode == "analyze")
+	default:
+		return true, apierr.Invalid("explain", fmt.Sprintf("%q is not a valid choice: use sql or analyze.", mode))
+	}
+}
+
+// runCompiled runs a compiled statement, logging it with its duration at debug level.
+func (s *Server) runCompiled(c *gin.Context, q querybuilder.Query, dest any) error {
+	start := time.Now()
+	err := s.DB.NewRaw(q.SQL, store.BindArgs(q.Args)...).Scan(c, dest)
+	s.Log.DebugContext(c, "compiled statement", "request_id", requestID(c), "sql", q.SQL,
+		"duration_ms", float64(time.Since(start).Microseconds())/1000)
+	return err
+}
+
+// explainCompiled answers {"sql","args"}, plus the EXPLAIN ANALYZE plan and the server's
+// execution time when analyze is set.
+func (s *Server) explainCompiled(c *gin.Context, q querybuilder.Query, analyze bool) error {
+	out := gin.H{"sql": q.SQL, "args": q.Args}
+	if analyze {
+		var plan string
+		explained := querybuilder.Query{SQL: "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + q.SQL, Args: q.Args}
+		if err := s.runCompiled(c, explained, &plan); err != nil {
+			return fmt.Errorf("explain analyze: %w", err)
+		}
+		var plans []json.RawMessage
+		if err := json.Unmarshal([]byte(plan), &plans); err != nil || len(plans) != 1 {
+			return fmt.Errorf("explain analyze: unexpected plan %.200q: %w", plan, err)
+		}
+		var timing struct {
+			ExecutionTime float64 `json:"Execution Time"`
+		}
+		if err := json.Unmarshal(plans[0], &timing); err != nil {
+			return fmt.Errorf("explain analyze: read execution time: %w", err)
+		}
+		out["plan"] = plans[0]
+		out["execution_ms"] = timing.ExecutionTime
+	}
+	c.JSON(http.StatusOK, out)
+	return nil
+}
