@@ -5,6 +5,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"os"
+	"time"
 
 	"github.com/sensordata/sensorapi/pkg/auth"
 	"github.com/sensordata/sensorapi/pkg/config"
@@ -24,10 +26,13 @@ func migrateCmd(ctx context.Context, args []string) error {
 		return err
 	}
 	defer func() { _ = db.Close() }()
+	fmt.Fprintln(os.Stderr, "waiting for the migration lock, then applying pending migrations...")
+	start := time.Now()
 	applied, err := store.Migrate(ctx, db)
 	if err != nil {
 		return err
 	}
+	fmt.Fprintf(os.Stderr, "done in %.1fs\n", time.Since(start).Seconds())
 	for _, name := range applied {
 		fmt.Println("applied", name)
 	}
