@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/getkin/kin-openapi/openapi3"
+
 	"github.com/sensordata/sensorapi/docs"
 )
 
@@ -37,4 +39,37 @@ func TestParseRejectsBadExample(t *testing.T) {
 	if _, err := parse(context.Background(), bad); err == nil {
 		t.Fatal("an invalid example passed")
 	}
+}
+
+// Every operation shows at least one example, in its request body or a response.
+func TestEveryOperationHasAnExample(t *testing.T) {
+	doc, err := Load(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			if !hasExample(op) {
+				t.Errorf("%s %s has no example", method, path)
+			}
+		}
+	}
+}
+
+func hasExample(op *openapi3.Operation) bool {
+	contents := []openapi3.Content{}
+	if op.RequestBody != nil {
+		contents = append(contents, op.RequestBody.Value.Content)
+	}
+	for _, r := range op.Responses.Map() {
+		contents = append(contents, r.Value.Content)
+	}
+	for _, c := range contents {
+		for _, mt := range c {
+			if mt.Example != nil || len(mt.Examples) > 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
