@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -23,6 +25,7 @@ type Validator struct {
 	router    routers.Router
 	opts      *openapi3filter.Options
 	validated atomic.Int64
+	succeeded sync.Map // "METHOD /path" of operations that answered a valid 2xx
 }
 
 // Exchange is one request with the response it got; the bodies are passed apart
@@ -91,7 +94,26 @@ func (v *Validator) Check(ctx context.Context, x Exchange) error {
 	if err := openapi3filter.ValidateResponse(ctx, out); err != nil {
 		return fmt.Errorf("response: %w", err)
 	}
+	if x.Status >= 200 && x.Status < 300 {
+		v.succeeded.Store(req.Method+" "+route.Path, true)
+	}
 	return nil
+}
+
+// Unexercised lists the documented operations ("METHOD /path") that no checked
+// exchange answered with a 2xx, so the suite can require each success shape to have
+// been compared with a real response.
+func (v *Validator) Unexercised() []string {
+	var out []string
+	for path, item := range v.doc.Paths.Map() {
+		for method := range item.Operations() {
+			if _, ok := v.succeeded.Load(method + " " + path); !ok {
+				out = append(out, method+" "+path)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // unroutedSchemas are the answers to a path or method the document does not have: the

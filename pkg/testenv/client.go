@@ -31,6 +31,16 @@ func Validated() int64 {
 	return v.Validated()
 }
 
+// Unexercised lists the documented operations that no client of this test binary saw
+// succeed (see openapi.Validator.Unexercised).
+func Unexercised() []string {
+	v, err := validator()
+	if err != nil {
+		return []string{"(validator: " + err.Error() + ")"}
+	}
+	return v.Unexercised()
+}
+
 // Client sends real HTTP requests to the real Gin engine served on loopback.
 type Client struct {
 	URL    string
