@@ -7,9 +7,10 @@ import (
 	"testing"
 )
 
-// The validator fails a response that breaks the document, so a passing suite means
+// The validator fails an exchange that breaks the document, so a passing suite means
 // something: a Device without its required fields, an undocumented status, a 404 body
-// of the wrong shape on an unknown path.
+// of the wrong shape on an unknown path, a missing X-Request-Id, an invalid request
+// that the server accepted.
 func TestValidatorRejects(t *testing.T) {
 	v, err := NewValidator(context.Background())
 	if err != nil {
@@ -19,22 +20,34 @@ func TestValidatorRejects(t *testing.T) {
 		name, method, path string
 		status             int
 		body               string
+		noRequestID        bool
+		requestBody        string
 	}{
-		{"missing fields", "GET", "/api/v2.0/devices/~kitchen", 200, `{"id":"5f1d3c0a9b8e7d6c5b4a3f2e"}`},
-		{"undocumented status", "GET", "/api/v2.0/devices/~kitchen", 418, `{}`},
-		{"wrong error code", "GET", "/api/v2.0/devices/~kitchen", 404, `{"code":400001,"message":"Not found.","detail":"x"}`},
-		{"unknown path, bad body", "GET", "/nowhere", 404, `{"detail":"x"}`},
-		{"unknown method, bad status", "PATCH", "/healthz", 404, `{"code":404001,"message":"Not found.","detail":"x"}`},
+		{name: "missing fields", method: "GET", path: "/api/v2.0/devices/~kitchen", status: 200, body: `{"id":"5f1d3c0a9b8e7d6c5b4a3f2e"}`},
+		{name: "undocumented status", method: "GET", path: "/api/v2.0/devices/~kitchen", status: 418, body: `{}`},
+		{name: "wrong error code", method: "GET", path: "/api/v2.0/devices/~kitchen", status: 404, body: `{"code":400001,"message":"Not found.","detail":"x"}`},
+		{name: "unknown path, bad body", method: "GET", path: "/nowhere", status: 404, body: `{"detail":"x"}`},
+		{name: "unknown method, bad status", method: "PATCH", path: "/healthz", status: 404, body: `{"code":404001,"message":"Not found.","detail":"x"}`},
+		{name: "no request id", method: "GET", path: "/healthz", status: 200, body: `{"status":"ok"}`, noRequestID: true},
+		{name: "invalid request accepted", method: "POST", path: "/api/v1.6/collections/values", status: 201,
+			body: `[{"status_code":201}]`, requestBody: `[{"value":1}]`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			req := httptest.NewRequest(tc.method, tc.path, nil)
 			req.Header.Set("X-Auth-Token", "t")
+			req.Header.Set("Content-Type", "application/json")
 			h := http.Header{"Content-Type": {"application/json"}, "X-Request-Id": {"abc"}}
-			x := Exchange{Request: req, Status: tc.status, Header: h, ResponseBody: []byte(tc.body)}
-			if err := v.Check(context.Background(), x); err == nil {
+			if tc.noRequestID {
+				h.Del("X-Request-Id")
+			}
+			x := Exchange{Request: req, RequestBody: []byte(tc.requestBody), Status: tc.status, Header: h,
+				ResponseBody: []byte(tc.body)}
+			err := v.Check(context.Background(), x)
+			if err == nil {
 				t.Fatal("the validator accepted it")
 			}
+			t.Log(err)
 		})
 	}
 }
