@@ -76,9 +76,9 @@ func (v *Validator) Check(ctx context.Context, x Exchange) error {
 	route, params, err := v.router.FindRoute(req)
 	switch {
 	case errors.Is(err, routers.ErrPathNotFound):
-		return checkUnrouted(v, x, http.StatusNotFound)
+		return v.checkUnrouted(x, http.StatusNotFound)
 	case errors.Is(err, routers.ErrMethodNotAllowed):
-		return checkUnrouted(v, x, http.StatusMethodNotAllowed)
+		return v.checkUnrouted(x, http.StatusMethodNotAllowed)
 	case err != nil:
 		return fmt.Errorf("find route: %w", err)
 	}
@@ -126,7 +126,7 @@ var unroutedSchemas = map[int]string{
 
 // checkUnrouted checks the answer to a path (want 404) or method (want 405) the
 // document does not have.
-func checkUnrouted(v *Validator, x Exchange, want int) error {
+func (v *Validator) checkUnrouted(x Exchange, want int) error {
 	if x.Status != want && x.Status != http.StatusRequestEntityTooLarge {
 		return fmt.Errorf("%s %s is not in the document, yet answered %d, not %d",
 			x.Request.Method, x.Request.URL.Path, x.Status, want)
