@@ -32,7 +32,7 @@ func (s *Server) Handler() http.Handler {
 }
 
 // Routes lists the registered routes (method and Gin path), for the test that keeps
-// docs/openapi.yaml complete.
+// docs/openapi.yaml complete. It builds a fresh engine, so it needs what Handler needs.
 func (s *Server) Routes() gin.RoutesInfo { return s.engine().Routes() }
 
 // engine builds the Gin engine with its middleware and every route.
