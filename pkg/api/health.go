@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/sensordata/sensorapi/pkg/apierr"
+	"github.com/sensordata/sensorapi/pkg/openapi"
 	"github.com/sensordata/sensorapi/pkg/store"
 )
 
@@ -24,6 +25,18 @@ func (s *Server) readyz(c *gin.Context) {
 		return
 	}
 	c.JSON(http.StatusOK, gin.H{"status": "ready"})
+}
+
+// openAPI serves docs/openapi.yaml as JSON, converted once when the engine is built.
+func (s *Server) openAPI() handlerFunc {
+	doc, err := openapi.JSON()
+	return func(c *gin.Context) error {
+		if err != nil {
+			return err
+		}
+		c.Data(http.StatusOK, "application/json; charset=utf-8", doc)
+		return nil
+	}
 }
 
 func (s *Server) metricsHandler() http.Handler {

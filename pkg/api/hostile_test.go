@@ -98,7 +98,7 @@ func TestHostileInput(t *testing.T) {
 
 func checkHostile(t *testing.T, c *testenv.Client, method, path, body string) {
 	t.Helper()
-	r := c.Do(method, path, body)
+	r := c.OffContract().Do(method, path, body) // hostile on purpose: only the answer must match the document
 	if r.Status >= 500 {
 		t.Errorf("%s %s %.120q: %d %s", method, path, body, r.Status, r.Body)
 		return

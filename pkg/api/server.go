@@ -27,8 +27,17 @@ type Server struct {
 
 // Handler returns the service's http.Handler.
 func (s *Server) Handler() http.Handler {
-	gin.SetMode(gin.ReleaseMode)
 	s.limits = newLimiters(s.Config.RateLimit, s.Config.RateBurst)
+	return trimTrailingSlash(s.engine())
+}
+
+// Routes lists the registered routes (method and Gin path), for the test that keeps
+// docs/openapi.yaml complete. It builds a fresh engine, so it needs what Handler needs.
+func (s *Server) Routes() gin.RoutesInfo { return s.engine().Routes() }
+
+// engine builds the Gin engine with its middleware and every route.
+func (s *Server) engine() *gin.Engine {
+	gin.SetMode(gin.ReleaseMode)
 	e := gin.New()
 	e.HandleMethodNotAllowed = true
 	e.RedirectTrailingSlash = false
@@ -41,13 +50,14 @@ func (s *Server) Handler() http.Handler {
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
 	e.GET("/metrics", gin.WrapH(s.metricsHandler()))
+	e.GET("/openapi.json", wrap(s.openAPI()))
 
 	v2 := e.Group("/api/v2.0", s.authenticate(false))
 	v16 := e.Group("/api/v1.6", s.authenticate(false))
 	s.routes(v2, v16)
 	// The statistics endpoint answers 401s with a detail-only body (spec).
 	s.statisticsRoutes(e.Group("/api/v2.0/data/statistics", s.authenticate(true)))
-	return trimTrailingSlash(e)
+	return e
 }
 
 // trimTrailingSlash makes every route answer with and without a trailing slash, without

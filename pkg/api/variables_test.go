@@ -155,6 +155,10 @@ func TestVariablePatchPutDelete(t *testing.T) {
 	if got["label"] != "temp2" || got["description"] != "d" || got["name"] != "Temp" {
 		t.Fatalf("PUT: %v", got)
 	}
+	got = expectStatus(t, c.Do("PUT", byID, map[string]any{"label": "temp3", "unit": "K"}), 200)
+	if got["label"] != "temp3" || got["unit"] != "K" || got["description"] != "d" {
+		t.Fatalf("PUT by id: %v", got)
+	}
 
 	expectStatus(t, c.Delete(byID), 204)
 	expectJSON(t, c.Get(byID), 404, `{"code":404001,"message":"Not found.","detail":"Variable '`+s.VariableID+`' was not found."}`)

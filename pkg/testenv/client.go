@@ -2,17 +2,44 @@ package testenv
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"strings"
+	"sync"
 	"testing"
 
 	"github.com/sensordata/sensorapi/pkg/api"
 	"github.com/sensordata/sensorapi/pkg/config"
 	"github.com/sensordata/sensorapi/pkg/metrics"
+	"github.com/sensordata/sensorapi/pkg/openapi"
 )
+
+// validator checks every exchange of every Client against docs/openapi.yaml.
+var validator = sync.OnceValues(func() (*openapi.Validator, error) {
+	return openapi.NewValidator(context.Background())
+})
+
+// Validated is how many responses the clients of this test binary have checked
+// against the OpenAPI document.
+func Validated() int64 {
+	v, err := validator()
+	if err != nil {
+		return 0
+	}
+	return v.Validated()
+}
+
+// Unexercised lists the documented operations that no client of this test binary saw
+// succeed (see openapi.Validator.Unexercised).
+func Unexercised() []string {
+	v, err := validator()
+	if err != nil {
+		return []string{"(validator: " + err.Error() + ")"}
+	}
+	return v.Unexercised()
+}
 
 // Client sends real HTTP requests to the real Gin engine served on loopback.
 type Client struct {
@@ -20,6 +47,8 @@ type Client struct {
 	Token  string // sent as X-Auth-Token unless empty
 	Server *api.Server
 	t      testing.TB
+
+	offContract bool // see OffContract
 }
 
 // Response is what a request returned.
@@ -77,23 +106,36 @@ func (c *Client) As(token string) *Client {
 	return &cp
 }
 
+// OffContract returns a copy of the client for requests that are deliberately outside
+// docs/openapi.yaml yet tolerated by the server (hostile input, malformed page numbers):
+// their responses are still validated, the requests are not.
+func (c *Client) OffContract() *Client {
+	cp := *c
+	cp.offContract = true
+	return &cp
+}
+
 // Do sends a request. body may be nil, a string or []byte (sent as is), or any other
 // value (sent as JSON).
 func (c *Client) Do(method, path string, body any, header ...string) Response {
 	c.t.Helper()
-	var r io.Reader
+	var raw []byte
 	switch b := body.(type) {
 	case nil:
 	case string:
-		r = strings.NewReader(b)
+		raw = []byte(b)
 	case []byte:
-		r = bytes.NewReader(b)
+		raw = b
 	default:
 		j, err := json.Marshal(b)
 		if err != nil {
 			c.t.Fatalf("marshal body: %v", err)
 		}
-		r = bytes.NewReader(j)
+		raw = j
+	}
+	var r io.Reader
+	if body != nil {
+		r = bytes.NewReader(raw)
 	}
 	req, err := http.NewRequest(method, c.URL+path, r)
 	if err != nil {
@@ -117,7 +159,22 @@ func (c *Client) Do(method, path string, body any, header ...string) Response {
 	if err != nil {
 		c.t.Fatalf("read body: %v", err)
 	}
+	c.validate(openapi.Exchange{Request: req, RequestBody: raw, Status: resp.StatusCode, Header: resp.Header,
+		ResponseBody: b, OffContract: c.offContract})
 	return Response{Status: resp.StatusCode, Header: resp.Header, Body: b}
+}
+
+// validate fails the test when the exchange does not match the OpenAPI document.
+func (c *Client) validate(x openapi.Exchange) {
+	c.t.Helper()
+	v, err := validator()
+	if err != nil {
+		c.t.Fatalf("openapi validator: %v", err)
+	}
+	if err := v.Check(context.Background(), x); err != nil {
+		c.t.Errorf("openapi: %s %s → %d does not match docs/openapi.yaml: %v\nresponse: %.500s",
+			x.Request.Method, x.Request.URL.RequestURI(), x.Status, err, x.ResponseBody)
+	}
 }
 
 // Get, Post, Patch and Delete are shorthands of Do.
