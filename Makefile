@@ -42,6 +42,12 @@ test: prepare vet
 bench: prepare
 	$(GO) run ./cmd/sensorbench
 
+## loadtest: concurrent clients mixing ingestion, reads, statistics and resample against
+## the real server for LOADTEST_FLAGS (default 60 s, 32 clients); exit 1 on any error
+LOADTEST_FLAGS ?=
+loadtest: prepare
+	$(GO) run ./cmd/sensorload $(LOADTEST_FLAGS)
+
 ## fuzz: run every fuzz target for FUZZTIME each (seed corpora run in make test);
 ## fuzz-short: 5 s each, for CI. Targets are found in the sources, so listing them
 ## starts no test binary (and no database).
