@@ -119,6 +119,7 @@ func seedStatistics(f *testing.F) {
 		`{"start": 1000, "end": 2000.0, "decimalPlaces": 3, "aggregations": ["p50", "min", "p50"],
 		  "variables": [{"variable": "~Temp", "device": "~Kitchen"}, {"variable": "~t", "device": "0123456789abcdef01234567"}]}`,
 		`{"start": 5, "end": 4, "variables": []}`,
+		`{"start": 5, "end": 4, "variables": [{"variable": "0123456789abcdef01234567"}]}`,
 		`{"start": 0, "end": 253402300799999, "aggregations": ["first", "last"], "variables": [{"variable": "x'); DROP TABLE values; --", "device": "~a"}]}`,
 		`{"start": "0", "end": null, "variables": [{"variable": "~noDevice"}], "aggregations": ["median", null, 1]}`,
 		`{"start": 0, "end": 1, "variables": [{"variable": ""}, {"variable": "~a", "device": ""}, 3, null], "decimalPlaces": 17}`,

@@ -99,7 +99,7 @@ func FuzzReadUser(f *testing.F) {
 		`{"firstName": "Ana", "timezone": "Europe/Madrid", "decimalPlaces": null, "contactMethods": [{"type": "sms", "value": "1"}],
 		  "properties": {"password_update_timestamp": 1, "a": "b"}, "language": null, "isActive": false}`,
 		`{"contactMethods": [{"type": "fax", "value": ""}, null], "properties": {"\u0000": 1}, "website": "\u0000"}`,
-		`{"password": "`+strings.Repeat("é", 40)+`"}`)
+		`{"password": "`+strings.Repeat("é", 40)+`"}`, `{"username": "Testing1"}`, `{"username": "a-b_C9"}`)
 	f.Fuzz(func(t *testing.T, body []byte, create bool) {
 		o, ok := readBody(body)
 		if !ok {
@@ -171,7 +171,8 @@ func FuzzReadDevice(f *testing.F) {
 	seed(f, `{"label": "Kitchen", "name": "K", "tags": ["a"], "isActive": false, "properties": {"_color": "#fff"}, "organization": "~acme"}`,
 		`{"label": "-bad", "name": "", "description": 1, "organization": "acme"}`,
 		`{"name": "`+strings.Repeat("n", 201)+`", "properties": {"_icon": null, "other": 1}, "organization": null}`,
-		`{"label": "a", "properties": {"_location_fixed": {"lat": -90, "lng": 180}, "_config": {}}, "organization": "0123456789abcdef01234567"}`)
+		`{"label": "a", "properties": {"_location_fixed": {"lat": -90, "lng": 180}, "_config": {}}, "organization": "0123456789abcdef01234567"}`,
+		`{"name": ""}`, `{"description": "`+strings.Repeat("d", 2001)+`"}`)
 	f.Fuzz(func(t *testing.T, body []byte, required bool) {
 		o, ok := readBody(body)
 		if !ok {
@@ -206,7 +207,7 @@ func FuzzReadDevice(f *testing.F) {
 func FuzzApplyVariable(f *testing.F) {
 	seed(f, `{"label": "Temp", "unit": "°C", "icon": "t", "type": "raw", "properties": {"a": null, "b": 1}}`,
 		`{"label": "", "type": "synthetic", "unit": "`+strings.Repeat("u", 101)+`", "tags": [null]}`,
-		`{"name": "x", "properties": []}`)
+		`{"name": "x", "properties": []}`, `{"unit": "`+strings.Repeat("u", 101)+`"}`, `{"icon": "`+strings.Repeat("i", 100)+`"}`)
 	f.Fuzz(func(t *testing.T, body []byte, required bool) {
 		var raw map[string]json.RawMessage
 		if json.Unmarshal(body, &raw) != nil || raw == nil {

@@ -2,6 +2,7 @@ package validate
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -58,7 +59,7 @@ func checkDeviceAttribute(t *testing.T, attr string, v json.RawMessage) {
 			t.Fatalf("_icon %s accepted", v)
 		}
 	case "_color":
-		if !hexColorRe.MatchString(s) && !rgbRe.MatchString(s) && !rgbaRe.MatchString(s) {
+		if !hexColorRe.MatchString(s) && !rgbInRange(s) {
 			t.Fatalf("_color %s accepted", v)
 		}
 	case "_location_type":
@@ -76,6 +77,23 @@ func checkDeviceAttribute(t *testing.T, attr string, v json.RawMessage) {
 	default:
 		t.Fatalf("attribute %q accepted", attr)
 	}
+}
+
+// rgbInRange: rgb(r,g,b) or rgba(r,g,b,a) with each of r, g, b at most 255.
+func rgbInRange(s string) bool {
+	m := rgbRe.FindStringSubmatch(s)
+	if m == nil {
+		m = rgbaRe.FindStringSubmatch(s)
+	}
+	if m == nil {
+		return false
+	}
+	for _, c := range m[1:4] {
+		if n, err := strconv.Atoi(c); err != nil || n > 255 {
+			return false
+		}
+	}
+	return true
 }
 
 func checkLocation(t *testing.T, v json.RawMessage) {
