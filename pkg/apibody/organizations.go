@@ -20,7 +20,7 @@ func ReadOrganization(o *validate.Object, org *model.Organization) []string {
 			cols = append(cols, "name")
 		}
 	}
-	if ReadString(o, "description", 2000, &org.Description) {
+	if readString(o, "description", 2000, &org.Description) {
 		cols = append(cols, "description")
 	}
 	if p, ok := o.Properties("properties"); ok {

@@ -42,9 +42,9 @@ func ReadUser(o *validate.Object, u *model.User) []string {
 	}
 	set("username", readUsername(o, &u.Username))
 	set("email", readEmail(o, &u.Email))
-	set("first_name", ReadString(o, "firstName", 150, &u.FirstName))
-	set("last_name", ReadString(o, "lastName", 150, &u.LastName))
-	set("website", ReadString(o, "website", 200, &u.Website))
+	set("first_name", readString(o, "firstName", 150, &u.FirstName))
+	set("last_name", readString(o, "lastName", 150, &u.LastName))
+	set("website", readString(o, "website", 200, &u.Website))
 	set("default_organization", readNullable(o, "defaultOrganization", 100, &u.DefaultOrganization))
 	set("default_role", readNullable(o, "defaultRole", 100, &u.DefaultRole))
 	set("default_dashboard", readNullable(o, "defaultDashboard", 100, &u.DefaultDashboard))
@@ -72,8 +72,8 @@ func ReadUser(o *validate.Object, u *model.User) []string {
 	return cols
 }
 
-// ReadString reads a string field into dst when it was sent and is valid.
-func ReadString(o *validate.Object, name string, max int, dst *string) bool {
+// readString reads a string field into dst when it was sent and is valid.
+func readString(o *validate.Object, name string, max int, dst *string) bool {
 	v, ok := o.String(name, max)
 	if ok {
 		*dst = v
