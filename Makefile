@@ -8,7 +8,7 @@ export PATH := $(PATH):/usr/local/go/bin
 GO ?= go
 BIN := bin/sensorapi
 
-.PHONY: run build test prepare vet lint bench fuzz image clean
+.PHONY: run build test prepare vet lint bench fuzz fuzz-short loadtest image clean
 
 ## run: build and serve on :8080 (starts TimescaleDB itself without DATABASE_URL)
 run: build prepare
@@ -42,14 +42,19 @@ test: prepare vet
 bench: prepare
 	$(GO) run ./cmd/sensorbench
 
-## fuzz: run every fuzz target for FUZZTIME each (seed corpora run in make test)
+## loadtest: concurrent clients mixing ingestion, reads, statistics and resample against
+## the real server for LOADTEST_FLAGS (default 60 s, 32 clients); exit 1 on any error
+LOADTEST_FLAGS ?=
+loadtest: prepare
+	$(GO) run ./cmd/sensorload $(LOADTEST_FLAGS)
+
+## fuzz: run every fuzz target for FUZZTIME each (seed corpora run in make test);
+## fuzz-short: 5 s each, for CI
 FUZZTIME ?= 30s
 fuzz:
-	@for pkg in $$($(GO) list ./...); do \
-	  for f in $$($(GO) test -list '^Fuzz' $$pkg 2>/dev/null | grep '^Fuzz'); do \
-	    echo "== $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
-	  done; \
-	done
+	GO=$(GO) .ci/fuzz $(FUZZTIME)
+fuzz-short:
+	GO=$(GO) .ci/fuzz 5s
 
 ## image: the service image (FROM scratch around the static binary; nothing to pull)
 IMAGE ?= sensorapi:latest

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/sensordata/sensorapi/pkg/benchharness"
 	"github.com/sensordata/sensorapi/pkg/ingest"
 	"github.com/sensordata/sensorapi/pkg/loadgen"
 	"github.com/sensordata/sensorapi/pkg/store"
@@ -29,8 +30,8 @@ type series struct {
 
 // loadSeries writes the year through ingest.Store in-process (the HTTP path is measured
 // by the ingestion benchmark; here only the data matters).
-func loadSeries(ctx context.Context, h *harness, points int) (series, error) {
-	acct, tok, err := newAccount(ctx, h, "analytics")
+func loadSeries(ctx context.Context, h *benchharness.Harness, points int) (series, error) {
+	acct, tok, err := h.NewAccount(ctx, "analytics")
 	if err != nil {
 		return series{}, err
 	}
@@ -38,23 +39,23 @@ func loadSeries(ctx context.Context, h *harness, points int) (series, error) {
 		Interval: 3 * time.Second, Seed: 2, Batch: 20000}
 	s := series{account: acct, token: tok, device: loadgen.DeviceLabel(0), variable: loadgen.VariableLabel(0), start: spec.Start,
 		end: spec.Start.Add(time.Duration(points-1) * spec.Interval), points: points}
-	st := &ingest.Store{Pool: h.db.Pool}
+	st := &ingest.Store{Pool: h.DB.Pool}
 	fmt.Printf("loading %d points into one variable (a year at 3 s)...\n", points)
 	t0 := time.Now()
 	if _, err := timeLoad(spec, func(b loadgen.Batch) error { return st.ToDevice(ctx, acct, b.Device, b.Dots) }); err != nil {
 		return s, err
 	}
 	fmt.Printf("  loaded in %.0fs\n", time.Since(t0).Seconds())
-	if _, err := h.db.ExecContext(ctx, `VACUUM ANALYZE "values"`); err != nil {
+	if _, err := h.DB.ExecContext(ctx, `VACUUM ANALYZE "values"`); err != nil {
 		return s, err
 	}
 	var bytes, rows int64
-	if err := h.db.NewRaw(`SELECT hypertable_size('values'), (SELECT count(*) FROM "values")`).Scan(ctx, &bytes, &rows); err != nil {
+	if err := h.DB.NewRaw(`SELECT hypertable_size('values'), (SELECT count(*) FROM "values")`).Scan(ctx, &bytes, &rows); err != nil {
 		return s, err
 	}
 	fmt.Printf("  storage: %d values in %.0f MiB with the index, %.1f MiB per million values\n",
 		rows, float64(bytes)/(1<<20), float64(bytes)/(1<<20)/(float64(rows)/1e6))
-	err = h.db.NewRaw(`SELECT public_id FROM variables WHERE account_id = ?`, acct).Scan(ctx, &s.variableID)
+	err = h.DB.NewRaw(`SELECT public_id FROM variables WHERE account_id = ?`, acct).Scan(ctx, &s.variableID)
 	return s, err
 }
 
@@ -90,13 +91,13 @@ func measurePair(a, b func() error) (time.Duration, time.Duration, error) {
 
 // benchQuery measures a case through HTTP and its floor: the same compiled statement
 // run directly on the database, rows read and discarded.
-func benchQuery(ctx context.Context, h *harness, token string, c queryCase) (viaHTTP, floor time.Duration, err error) {
+func benchQuery(ctx context.Context, h *benchharness.Harness, token string, c queryCase) (viaHTTP, floor time.Duration, err error) {
 	q, err := c.compile()
 	if err != nil {
 		return 0, 0, err
 	}
 	direct := func() error {
-		rows, err := h.db.QueryContext(ctx, q.SQL, store.BindArgs(q.Args)...)
+		rows, err := h.DB.QueryContext(ctx, q.SQL, store.BindArgs(q.Args)...)
 		if err != nil {
 			return err
 		}
@@ -107,7 +108,7 @@ func benchQuery(ctx context.Context, h *harness, token string, c queryCase) (via
 	}
 	client := &http.Client{}
 	overHTTP := func() error {
-		req, _ := http.NewRequestWithContext(ctx, "POST", h.url+c.path, bytes.NewReader([]byte(c.body)))
+		req, _ := http.NewRequestWithContext(ctx, "POST", h.URL+c.path, bytes.NewReader([]byte(c.body)))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("X-Auth-Token", token)
 		resp, err := client.Do(req)

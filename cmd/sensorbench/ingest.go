@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sensordata/sensorapi/pkg/auth"
+	"github.com/sensordata/sensorapi/pkg/benchharness"
 	"github.com/sensordata/sensorapi/pkg/ingest"
 	"github.com/sensordata/sensorapi/pkg/loadgen"
 )
@@ -22,28 +22,28 @@ const (
 // benchIngest writes the same data set twice, into two fresh accounts: through HTTP
 // (bulk device posts from concurrent clients) and through ingest.Store in-process —
 // the same statements without HTTP, JSON or auth: the floor.
-func benchIngest(ctx context.Context, h *harness, dots int) error {
+func benchIngest(ctx context.Context, h *benchharness.Harness, dots int) error {
 	const variables = 10
 	spec := loadgen.Spec{Devices: 4, Variables: variables, Points: max(1, dots/(4*variables)),
 		Start: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC), Interval: time.Second, Seed: 1, Batch: ingestBatch}
 
-	floorAcct, _, err := newAccount(ctx, h, "floor")
+	floorAcct, _, err := h.NewAccount(ctx, "floor")
 	if err != nil {
 		return err
 	}
-	st := &ingest.Store{Pool: h.db.Pool}
+	st := &ingest.Store{Pool: h.DB.Pool}
 	floor, err := timeLoad(spec, func(b loadgen.Batch) error { return st.ToDevice(ctx, floorAcct, b.Device, b.Dots) })
 	if err != nil {
 		return fmt.Errorf("floor: %w", err)
 	}
 
-	_, tok, err := newAccount(ctx, h, "http")
+	_, tok, err := h.NewAccount(ctx, "http")
 	if err != nil {
 		return err
 	}
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: ingestConcurrency}}
-	rss := h.sampleRSS()
-	viaHTTP, err := timeLoad(spec, func(b loadgen.Batch) error { return post(ctx, client, h.url, tok, b) })
+	rss := h.SampleRSS()
+	viaHTTP, err := timeLoad(spec, func(b loadgen.Batch) error { return post(ctx, client, h.URL, tok, b) })
 	peak := rss.Stop()
 	if err != nil {
 		return fmt.Errorf("http: %w", err)
@@ -55,17 +55,6 @@ func benchIngest(ctx context.Context, h *harness, dots int) error {
 		n/viaHTTP.Seconds(), floor.Seconds()/viaHTTP.Seconds())
 	fmt.Printf("  server peak RSS %.0f MiB (target < 256 MiB)\n\n", peak)
 	return nil
-}
-
-// newAccount creates an account of its own for one workload and returns its id and token.
-func newAccount(ctx context.Context, h *harness, name string) (int64, string, error) {
-	tok, err := auth.CreateAccount(ctx, h.db, "bench_"+name)
-	if err != nil {
-		return 0, "", err
-	}
-	var id int64
-	err = h.db.NewRaw("SELECT id FROM accounts WHERE name = ?", "bench_"+name).Scan(ctx, &id)
-	return id, tok, err
 }
 
 // timeLoad sends every batch from ingestConcurrency workers and returns the wall time.

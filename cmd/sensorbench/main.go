@@ -12,6 +12,8 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
+
+	"github.com/sensordata/sensorapi/pkg/benchharness"
 )
 
 func main() {
@@ -27,12 +29,12 @@ func main() {
 }
 
 func run(ctx context.Context, ingestDots, seriesPoints int) error {
-	h, err := startHarness(ctx)
+	h, err := benchharness.Start(ctx)
 	if err != nil {
 		return err
 	}
 	defer h.Close()
-	fmt.Printf("sensorbench %s — server pid %d, database %s\n\n", time.Now().UTC().Format(time.RFC3339), h.server.Process.Pid, h.image)
+	fmt.Printf("sensorbench %s — server pid %d, database %s\n\n", time.Now().UTC().Format(time.RFC3339), h.Server.Process.Pid, h.Image)
 	if err := benchIngest(ctx, h, ingestDots); err != nil {
 		return err
 	}
@@ -40,7 +42,7 @@ func run(ctx context.Context, ingestDots, seriesPoints int) error {
 	if err != nil {
 		return err
 	}
-	rss := h.sampleRSS()
+	rss := h.SampleRSS()
 	if err := benchStatistics(ctx, h, s); err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/sensordata/sensorapi/pkg/benchharness"
 	"math"
 	"time"
 
@@ -12,7 +13,7 @@ import (
 
 // benchResample: E8 1H mean and 1D max over the year, next to the floor (the compiled
 // statement run directly) and a naive baseline (fetch every row, bucket in Go).
-func benchResample(ctx context.Context, h *harness, s series) error {
+func benchResample(ctx context.Context, h *benchharness.Harness, s series) error {
 	cases := []struct {
 		period, agg string
 		width       time.Duration
@@ -51,8 +52,8 @@ func measureOne(run func() error) (time.Duration, error) {
 
 // naiveResample is the baseline a service without a query compiler would be: read the
 // rows into Go and bucket them there (UTC, fixed widths).
-func naiveResample(ctx context.Context, h *harness, s series, width time.Duration, agg string) error {
-	rows, err := h.db.Pool.Query(ctx, `SELECT ts, value FROM "values" v JOIN variables x ON x.id = v.variable_id
+func naiveResample(ctx context.Context, h *benchharness.Harness, s series, width time.Duration, agg string) error {
+	rows, err := h.DB.Pool.Query(ctx, `SELECT ts, value FROM "values" v JOIN variables x ON x.id = v.variable_id
 		WHERE x.public_id = $1 AND ts BETWEEN $2 AND $3 ORDER BY ts`, s.variableID, s.start, s.end)
 	if err != nil {
 		return err

@@ -5,11 +5,12 @@ import (
 	"fmt"
 
 	"github.com/sensordata/sensorapi/pkg/analytics"
+	"github.com/sensordata/sensorapi/pkg/benchharness"
 	"github.com/sensordata/sensorapi/querybuilder"
 )
 
 // benchStatistics: E7 over the year, all 11 aggregations and count only.
-func benchStatistics(ctx context.Context, h *harness, s series) error {
+func benchStatistics(ctx context.Context, h *benchharness.Harness, s series) error {
 	cases := []struct{ name, aggs string }{
 		{"all 11 aggregations", ""},
 		{"count only", `,"aggregations":["count"]`},

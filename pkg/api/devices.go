@@ -10,17 +10,11 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/uptrace/bun"
 
+	"github.com/sensordata/sensorapi/pkg/apibody"
 	"github.com/sensordata/sensorapi/pkg/apierr"
 	"github.com/sensordata/sensorapi/pkg/model"
 	"github.com/sensordata/sensorapi/pkg/store"
 	"github.com/sensordata/sensorapi/pkg/validate"
-)
-
-// Text limits of Devices and Variables (API.md §3).
-const (
-	maxName        = 200
-	maxDescription = 2000
-	maxProperties  = 16 << 10
 )
 
 func (s *Server) deviceRoutes(v2 *gin.RouterGroup) {
@@ -143,82 +137,26 @@ func findDevice(ctx context.Context, db bun.IDB, accountID int64, rawKey string,
 func applyDevice(ctx context.Context, db bun.IDB, raw map[string]json.RawMessage, d *model.Device, required bool) error {
 	errs := apierr.Fields{}
 	o := validate.NewObject(raw, errs, "")
-	if required {
-		o.Require("label")
-	}
-	if l, ok := o.Label("label"); ok {
-		d.Label = l
-	}
-	readName(o, &d.Name, d.Label)
-	if v, ok := o.String("description", maxDescription); ok {
-		d.Description = v
-	}
-	if v, ok := o.Bool("isActive"); ok {
-		d.IsActive = v
-	}
-	if v, ok := o.Tags("tags"); ok {
-		d.Tags = v
-	}
-	if v, ok := o.DeviceProperties("properties"); ok {
-		d.Properties = mergeProperties(o, d.Properties, v)
-	}
+	apibody.ReadDevice(o, d, required)
 	if err := readDeviceOrganization(ctx, db, o, d); err != nil {
 		return err
 	}
 	return errs.Err()
 }
 
-// readName reads a sent name; a resource created without one is named by its label.
-func readName(o *validate.Object, dst *string, label string) {
-	s, ok := o.String("name", maxName)
-	switch {
-	case ok && s == "":
-		o.Fail("name", validate.MsgBlank)
-	case ok:
-		*dst = s
-	case *dst == "" && !o.Has("name"):
-		*dst = label
-	}
-}
-
-// mergeProperties applies sent attributes over the stored ones (a null removes one)
-// and checks the size of the result.
-func mergeProperties(o *validate.Object, stored json.RawMessage, sent map[string]json.RawMessage) json.RawMessage {
-	merged := map[string]json.RawMessage{}
-	_ = json.Unmarshal(stored, &merged) // stored properties are always an object
-	for k, v := range sent {
-		if v == nil {
-			delete(merged, k)
-			continue
-		}
-		merged[k] = v
-	}
-	b, err := json.Marshal(merged)
-	if err != nil || len(b) > maxProperties {
-		o.Fail("properties", "Ensure this object is at most 16384 bytes serialized.")
-		return stored
-	}
-	return b
-}
-
 // readDeviceOrganization resolves a sent Organization key (null detaches the Device).
 func readDeviceOrganization(ctx context.Context, db bun.IDB, o *validate.Object, d *model.Device) error {
-	s, ok := o.NullableString("organization", 0)
-	if !ok {
+	key, sent := apibody.ReadOrganizationKey(o)
+	if !sent {
 		return nil
 	}
-	if s == nil {
+	if key == nil {
 		d.OrganizationID = nil
 		return nil
 	}
-	key, valid := validate.ParseKey(*s)
-	if !valid {
-		o.Fail("organization", fmt.Sprintf("Organization '%s' was not found.", *s))
-		return nil
-	}
-	id, err := store.OrganizationID(ctx, db, d.AccountID, key)
+	id, err := store.OrganizationID(ctx, db, d.AccountID, *key)
 	if errors.Is(err, store.ErrNotFound) {
-		o.Fail("organization", fmt.Sprintf("Organization '%s' was not found.", *s))
+		o.Fail("organization", apibody.OrganizationNotFound(key.Raw))
 		return nil
 	}
 	if err != nil {

@@ -5,19 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strconv"
 
 	"github.com/gin-gonic/gin"
 	"github.com/uptrace/bun"
 
+	"github.com/sensordata/sensorapi/pkg/apibody"
 	"github.com/sensordata/sensorapi/pkg/apierr"
 	"github.com/sensordata/sensorapi/pkg/store"
-	"github.com/sensordata/sensorapi/pkg/validate"
 )
-
-// assignment is one item of an assign_organizations or remove_organizations body,
-// labels normalized; role is empty when removing.
-type assignment struct{ org, role string }
 
 // assignOrganizations puts the User in each Organization with the Role given, or
 // changes its Role there: [{"label": ORG_LABEL, "role": ROLE_LABEL}] → the User.
@@ -37,7 +32,7 @@ func (s *Server) changeMemberships(c *gin.Context, assign bool) error {
 		return err
 	}
 	errs := apierr.Fields{}
-	wanted := readAssignments(items, errs, assign)
+	wanted := apibody.ReadAssignments(items, errs, assign)
 	if err := errs.Err(); err != nil {
 		return err
 	}
@@ -78,35 +73,15 @@ func decodeArray(c *gin.Context) ([]json.RawMessage, error) {
 	return items, nil
 }
 
-// readAssignments validates the shape of each item; messages name "N.label", "N.role".
-func readAssignments(items []json.RawMessage, errs apierr.Fields, withRole bool) []assignment {
-	out := make([]assignment, len(items))
-	for i, it := range items {
-		var m map[string]json.RawMessage
-		if json.Unmarshal(it, &m) != nil || m == nil {
-			errs.Add(strconv.Itoa(i), validate.MsgObject)
-			continue
-		}
-		o := validate.NewObject(m, errs, strconv.Itoa(i)+".")
-		o.Require("label")
-		out[i].org, _ = o.Label("label")
-		if withRole {
-			o.Require("role")
-			out[i].role, _ = o.Label("role")
-		}
-	}
-	return out
-}
-
 // resolveAssignments maps labels to the account's rows; an unknown one is a message on
 // its item. Assignments apply in order, so a later item for the same Organization wins.
-func (s *Server) resolveAssignments(ctx context.Context, accountID int64, wanted []assignment,
+func (s *Server) resolveAssignments(ctx context.Context, accountID int64, wanted []apibody.Assignment,
 	errs apierr.Fields) ([]store.Assignment, error) {
 	var orgLabels, roleLabels []string
 	for _, w := range wanted {
-		orgLabels = append(orgLabels, w.org)
-		if w.role != "" {
-			roleLabels = append(roleLabels, w.role)
+		orgLabels = append(orgLabels, w.Org)
+		if w.Role != "" {
+			roleLabels = append(roleLabels, w.Role)
 		}
 	}
 	orgs, err := store.IDsByLabel(ctx, s.DB, "organizations", accountID, orgLabels)
@@ -119,14 +94,14 @@ func (s *Server) resolveAssignments(ctx context.Context, accountID int64, wanted
 	}
 	var out []store.Assignment
 	for i, w := range wanted {
-		orgID, okOrg := orgs[w.org]
-		roleID, okRole := roles[w.role]
-		okRole = okRole || w.role == ""
+		orgID, okOrg := orgs[w.Org]
+		roleID, okRole := roles[w.Role]
+		okRole = okRole || w.Role == ""
 		if !okOrg {
-			errs.Add(fmt.Sprintf("%d.label", i), fmt.Sprintf("Organization '%s' was not found.", w.org))
+			errs.Add(fmt.Sprintf("%d.label", i), fmt.Sprintf("Organization '%s' was not found.", w.Org))
 		}
 		if !okRole {
-			errs.Add(fmt.Sprintf("%d.role", i), fmt.Sprintf("Role '%s' was not found.", w.role))
+			errs.Add(fmt.Sprintf("%d.role", i), fmt.Sprintf("Role '%s' was not found.", w.Role))
 		}
 		if okOrg && okRole {
 			out = append(out, store.Assignment{OrganizationID: orgID, RoleID: roleID})

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/sensordata/sensorapi/pkg/apibody"
 	"github.com/sensordata/sensorapi/pkg/apierr"
 	"github.com/sensordata/sensorapi/pkg/model"
 	"github.com/sensordata/sensorapi/pkg/store"
@@ -37,7 +38,7 @@ func (s *Server) createOrganization(c *gin.Context) error {
 	o := validate.NewObject(raw, errs, "")
 	o.Require("label")
 	org := &model.Organization{AccountID: account(c).ID, Properties: json.RawMessage("{}")}
-	readOrganizationFields(o, org)
+	apibody.ReadOrganization(o, org)
 	if err := errs.Err(); err != nil {
 		return err
 	}
@@ -87,7 +88,7 @@ func (s *Server) updateOrganization(c *gin.Context, required ...string) error {
 	errs := apierr.Fields{}
 	o := validate.NewObject(raw, errs, "")
 	o.Require(required...)
-	cols := readOrganizationFields(o, org)
+	cols := apibody.ReadOrganization(o, org)
 	if err := errs.Err(); err != nil {
 		return err
 	}
@@ -129,31 +130,6 @@ func organizationStoreError(err error) error {
 		return apierr.Invalid("label", msgLabelTaken)
 	}
 	return err
-}
-
-// readOrganizationFields applies the sent fields to org and returns the columns that changed.
-func readOrganizationFields(o *validate.Object, org *model.Organization) []string {
-	var cols []string
-	if l, ok := o.Label("label"); ok {
-		org.Label = l
-		cols = append(cols, "label")
-	}
-	if v, ok := o.String("name", 200); ok {
-		if v == "" {
-			o.Fail("name", validate.MsgBlank)
-		} else {
-			org.Name = v
-			cols = append(cols, "name")
-		}
-	}
-	if readString(o, "description", 2000, &org.Description) {
-		cols = append(cols, "description")
-	}
-	if p, ok := o.Properties("properties"); ok {
-		org.Properties = p
-		cols = append(cols, "properties")
-	}
-	return cols
 }
 
 func (s *Server) listRoles(c *gin.Context) error {

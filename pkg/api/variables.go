@@ -10,16 +10,12 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/uptrace/bun"
 
+	"github.com/sensordata/sensorapi/pkg/apibody"
 	"github.com/sensordata/sensorapi/pkg/apierr"
 	"github.com/sensordata/sensorapi/pkg/model"
 	"github.com/sensordata/sensorapi/pkg/store"
 	"github.com/sensordata/sensorapi/pkg/validate"
 )
-
-// maxShortText bounds a Variable's unit and icon (API.md is silent; names are 200).
-const maxShortText = 100
-
-var variableTypes = []string{"raw"}
 
 // variableRoutes serves Variables under their Device and by id alone.
 func (s *Server) variableRoutes(v2 *gin.RouterGroup) {
@@ -76,7 +72,7 @@ func (s *Server) createVariable(c *gin.Context) error {
 		}
 		v = &model.Variable{AccountID: d.AccountID, DeviceID: d.ID, Type: "raw", Tags: []string{},
 			Properties: json.RawMessage("{}")}
-		if err := applyVariable(raw, v, true); err != nil {
+		if err := apibody.ApplyVariable(raw, v, true); err != nil {
 			return err
 		}
 		if err := store.InsertVariable(ctx, tx, v); err != nil {
@@ -105,7 +101,7 @@ func (s *Server) updateVariable(full bool) handlerFunc {
 			if v, err = findVariable(ctx, tx, c, true); err != nil {
 				return err
 			}
-			if err := applyVariable(raw, v, full); err != nil {
+			if err := apibody.ApplyVariable(raw, v, full); err != nil {
 				return err
 			}
 			if err := store.UpdateVariable(ctx, tx, v); err != nil {
@@ -161,52 +157,6 @@ func findVariable(ctx context.Context, db bun.IDB, c *gin.Context, forUpdate boo
 		return nil, notFound
 	}
 	return v, err
-}
-
-// applyVariable validates the sent fields and applies them to v; required asks for the
-// create fields (POST, PUT).
-func applyVariable(raw map[string]json.RawMessage, v *model.Variable, required bool) error {
-	errs := apierr.Fields{}
-	o := validate.NewObject(raw, errs, "")
-	if required {
-		o.Require("label")
-	}
-	if l, ok := o.Label("label"); ok {
-		v.Label = l
-	}
-	readName(o, &v.Name, v.Label)
-	if s, ok := o.String("description", maxDescription); ok {
-		v.Description = s
-	}
-	if s, ok := o.String("unit", maxShortText); ok {
-		v.Unit = s
-	}
-	if s, ok := o.String("icon", maxShortText); ok {
-		v.Icon = s
-	}
-	if s, ok := o.Choice("type", variableTypes); ok {
-		v.Type = s
-	}
-	if t, ok := o.Tags("tags"); ok {
-		v.Tags = t
-	}
-	if p, ok := o.Properties("properties"); ok {
-		v.Properties = mergeProperties(o, v.Properties, freeForm(p))
-	}
-	return errs.Err()
-}
-
-// freeForm splits a Variable's properties into attributes for mergeProperties; a null
-// attribute removes it, as on Devices.
-func freeForm(p json.RawMessage) map[string]json.RawMessage {
-	m := map[string]json.RawMessage{}
-	_ = json.Unmarshal(p, &m) // validated as an object by Properties
-	for k, v := range m {
-		if string(v) == "null" {
-			m[k] = nil
-		}
-	}
-	return m
 }
 
 // variableWriteError turns a duplicate label within the Device into a 400001 on label.

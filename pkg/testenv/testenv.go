@@ -8,6 +8,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -35,6 +36,9 @@ type Env struct {
 // Run starts the database, migrates it, bootstraps the admin account, runs the tests and
 // cleans up. Use it from TestMain: os.Exit(testenv.Run(m, &env)).
 func Run(m *testing.M, env **Env) int {
+	if isFuzzWorker() {
+		return m.Run() // a worker only runs the fuzz function: no database of its own
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	server := os.Getenv("TEST_DATABASE_URL")
@@ -55,6 +59,14 @@ func Run(m *testing.M, env **Env) int {
 	defer e.Close()
 	*env = e
 	return m.Run()
+}
+
+// isFuzzWorker tells whether this process is a `go test -fuzz` worker, which the
+// coordinator (that ran TestMain in full) starts once per CPU.
+func isFuzzWorker() bool {
+	flag.Parse()
+	w := flag.Lookup("test.fuzzworker")
+	return w != nil && w.Value.String() == "true"
 }
 
 // Close closes the pool and drops the database.
