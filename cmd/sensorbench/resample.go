@@ -3,11 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/sensordata/sensorapi/pkg/benchharness"
 	"math"
 	"time"
 
 	"github.com/sensordata/sensorapi/pkg/analytics"
+	"github.com/sensordata/sensorapi/pkg/benchharness"
 	"github.com/sensordata/sensorapi/querybuilder"
 )
 
