@@ -48,6 +48,10 @@ func (s *Server) toAPIError(c *gin.Context, err error) *apierr.Error {
 		return ae
 	case errors.As(err, &mbe):
 		return apierr.TooLarge
+	case c.Request.Context().Err() != nil:
+		// the client went away (its transaction was rolled back): not a server fault
+		s.Log.InfoContext(c, "client closed the request", "request_id", requestID(c), "route", c.FullPath())
+		return apierr.ClientClosed
 	case apierr.IsTimeout(err) && c.Request.Context().Err() == nil:
 		s.Log.WarnContext(c, "query timeout", "request_id", requestID(c), "route", c.FullPath())
 		return apierr.QueryTimeout

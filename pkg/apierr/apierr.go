@@ -96,6 +96,9 @@ var (
 	DeviceDisabled   = &Error{Status: http.StatusLocked, Code: 423001, Message: "Device is disabled."}
 	Unavailable      = &Error{Status: http.StatusServiceUnavailable, Code: 503001, Message: "Service unavailable.",
 		Header: map[string]string{"Retry-After": "5"}}
+	// ClientClosed is recorded (nginx's 499) when the client left before the answer;
+	// nobody reads the body.
+	ClientClosed = &Error{Status: 499, Code: 499001, Message: "Client closed request."}
 	QueryTimeout = &Error{Status: http.StatusServiceUnavailable, Code: 503002,
 		Message: "Query timed out.", Detail: "The query ran longer than the configured statement timeout.",
 		Header: map[string]string{"Retry-After": "5"}}
