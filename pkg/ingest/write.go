@@ -123,14 +123,26 @@ func (s *Store) inTx(ctx context.Context, resolve func(pgx.Tx) ([]row, []int64, 
 	return nil
 }
 
+// upsertDevice finds the device by label, creating it when missing. It reads before it
+// inserts so that writers to an existing device take no lock on its row here: the row
+// is locked only by the lastActivity update at the end of the transaction.
 func upsertDevice(ctx context.Context, tx pgx.Tx, account int64, label string) (int64, error) {
 	var id int64
 	var active bool
-	// DO UPDATE (a no-op) rather than DO NOTHING so RETURNING also answers for an
-	// existing device; the row lock it takes is needed anyway for last_activity.
-	err := tx.QueryRow(ctx, `INSERT INTO devices (account_id, label, name) VALUES ($1, $2, $2)
-		ON CONFLICT (account_id, label) DO UPDATE SET label = EXCLUDED.label
-		RETURNING id, is_active`, account, label).Scan(&id, &active)
+	err := tx.QueryRow(ctx, `WITH found AS (
+		SELECT id, is_active FROM devices WHERE account_id = $1 AND label = $2
+	), created AS (
+		INSERT INTO devices (account_id, label, name) SELECT $1, $2, $2
+		WHERE NOT EXISTS (SELECT 1 FROM found)
+		ON CONFLICT (account_id, label) DO NOTHING
+		RETURNING id, is_active
+	)
+	SELECT id, is_active FROM found UNION ALL SELECT id, is_active FROM created`, account, label).Scan(&id, &active)
+	if errors.Is(err, pgx.ErrNoRows) {
+		// a concurrent request created it after this statement's snapshot: read it now
+		err = tx.QueryRow(ctx, `SELECT id, is_active FROM devices WHERE account_id = $1 AND label = $2`,
+			account, label).Scan(&id, &active)
+	}
 	if err != nil {
 		return 0, fmt.Errorf("upsert device: %w", err)
 	}
@@ -143,8 +155,11 @@ func upsertDevice(ctx context.Context, tx pgx.Tx, account int64, label string) (
 // upsertVariables creates missing variables and returns label → key, in one round trip.
 func upsertVariables(ctx context.Context, tx pgx.Tx, account, device int64, labels []string) (map[string]int64, error) {
 	b := &pgx.Batch{}
+	// only missing labels are inserted: existing ones cost no speculative insertion
 	b.Queue(`INSERT INTO variables (account_id, device_id, label, name)
-		SELECT $1, $2, l, l FROM unnest($3::text[]) AS l ORDER BY l
+		SELECT $1, $2, l, l FROM unnest($3::text[]) AS l
+		WHERE NOT EXISTS (SELECT 1 FROM variables v WHERE v.device_id = $2 AND v.label = l)
+		ORDER BY l
 		ON CONFLICT (device_id, label) DO NOTHING`, account, device, labels)
 	b.Queue(`SELECT id, label FROM variables WHERE device_id = $1 AND label = ANY($2)`, device, labels)
 	res := tx.SendBatch(ctx, b)
