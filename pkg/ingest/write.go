@@ -309,8 +309,11 @@ func sendBatch(ctx context.Context, tx pgx.Tx, first, valuesSQL string, vars []i
 		b.Queue(first)
 	}
 	b.Queue(valuesSQL, vars, ts, vals, ctxs)
-	b.Queue(lastValueSQL, lv.vars, lv.ts, lv.vals, lv.ctxs)
+	// Lock order: devices (ascending id) before their variables, in every writer. A
+	// writer that created variables already holds its device's row (the count
+	// trigger); taking variable rows first elsewhere would deadlock with it.
 	b.Queue(`UPDATE devices SET last_activity = now() WHERE id = ANY($1)`, devices)
+	b.Queue(lastValueSQL, lv.vars, lv.ts, lv.vals, lv.ctxs)
 	return tx.SendBatch(ctx, b).Close()
 }
 
