@@ -72,6 +72,9 @@ func tokenCmd(ctx context.Context, args []string) error {
 		fmt.Fprint(fs.Output(), "Usage: sensorapi token create --account NAME\n\nAdds a token to an account and prints it.\n\nExample:\n  DATABASE_URL=postgres://... sensorapi token create --account acme\n")
 	}
 	if len(args) == 0 || args[0] != "create" {
+		if err := fs.Parse(args); err != nil { // --help
+			return err
+		}
 		fs.Usage()
 		return errors.New("token: want 'create --account NAME'")
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"net/http"
 	"os"
@@ -11,7 +12,14 @@ import (
 
 // healthcheckCmd asks the local server's /healthz: the container image has no shell or
 // curl, so its HEALTHCHECK runs the binary itself.
-func healthcheckCmd(ctx context.Context, _ []string) error {
+func healthcheckCmd(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("healthcheck", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), "Usage: sensorapi healthcheck\n\nExits 0 when the server at SENSORAPI_ADDR on 127.0.0.1 answers /healthz (for\ncontainer HEALTHCHECKs: the image has no shell or curl).\n\nExample:\n  SENSORAPI_ADDR=:8080 sensorapi healthcheck && echo up\n")
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
 	addr := os.Getenv("SENSORAPI_ADDR")
 	if addr == "" {
 		addr = ":8080"

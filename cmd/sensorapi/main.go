@@ -3,6 +3,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/signal"
@@ -56,6 +58,9 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	if err := cmd(ctx, os.Args[2:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) { // --help printed the subcommand's usage
+			return
+		}
 		fmt.Fprintln(os.Stderr, "sensorapi:", err)
 		os.Exit(1)
 	}

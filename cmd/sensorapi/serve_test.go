@@ -131,3 +131,19 @@ func TestAccountCreatePrintsOnlyToken(t *testing.T) {
 		}
 	}
 }
+
+// TestHelpOnEverySubcommand: `help` and `--help` on each subcommand print a usage with
+// an example and exit 0.
+func TestHelpOnEverySubcommand(t *testing.T) {
+	bin := buildBinary(t)
+	out, err := exec.Command(bin, "help").Output()
+	if err != nil || !strings.Contains(string(out), "Usage:") {
+		t.Fatalf("help: %v %s", err, out)
+	}
+	for _, sub := range []string{"serve", "migrate", "account", "token", "load", "compile", "healthcheck"} {
+		out, err := exec.Command(bin, sub, "--help").CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "Usage: sensorapi "+sub) || !strings.Contains(string(out), "Example") {
+			t.Errorf("%s --help: %v\n%s", sub, err, out)
+		}
+	}
+}
