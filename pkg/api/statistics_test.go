@@ -469,8 +469,17 @@ func TestStatisticsExplain(t *testing.T) {
 	c := env.Client(t)
 	dev := unique("stats-explain")
 	s := env.Seed(t, env.AdminToken, dev, "v", irregularSeries(4, 50))
-	// a busy neighbour in the same chunks: reading them whole would be the wrong plan
-	env.Seed(t, env.AdminToken, dev, "noise", irregularSeries(6, 5000))
+	// busy neighbours in the same chunks, as in any real deployment: reading the chunks
+	// whole would be the wrong plan. The planner sizes a parameterized lookup by the
+	// number of distinct variables, so there are many of them.
+	for i := range 40 {
+		env.Seed(t, env.AdminToken, dev, fmt.Sprintf("noise-%d", i), irregularSeries(uint64(6+i), 250))
+	}
+	// The plan depends on the statistics: take them now rather than whenever autovacuum
+	// gets to the fresh chunks (without them the planner guesses, and may scan).
+	if _, err := env.DB.ExecContext(context.Background(), `ANALYZE "values"`); err != nil {
+		t.Fatal(err)
+	}
 	body := statsBody{"start": t0, "end": t0 + 1e9, "aggregations": []string{"mean", "p50"},
 		"variables": []any{statsBody{"variable": s.VariableID}, statsBody{"variable": "~v", "device": "~none"}}}
 
