@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -69,8 +68,8 @@ func loadSender(ctx context.Context, url, token, acct string) (sender, func(), e
 		if token == "" {
 			return nil, nil, errors.New("load: --url needs --token (or SENSORAPI_TOKEN)")
 		}
-		client := &http.Client{Timeout: 5 * time.Minute}
-		return func(ctx context.Context, b loadgen.Batch) error { return postBatch(ctx, client, url, token, b) }, func() {}, nil
+		client := &loadgen.Client{HTTP: &http.Client{Timeout: 5 * time.Minute}, URL: url, Token: token}
+		return client.PostBatch, func() {}, nil
 	}
 	db, err := openMigrated(ctx)
 	if err != nil {
@@ -150,24 +149,4 @@ func progress(out io.Writer, total int, done *atomic.Int64, start time.Time) fun
 		}
 	}()
 	return func() { t.Stop(); close(quit) }
-}
-
-// postBatch sends {VAR: [dots]} to /api/v1.6/devices/<device>/.
-func postBatch(ctx context.Context, client *http.Client, url, token string, b loadgen.Batch) error {
-	req, err := http.NewRequestWithContext(ctx, "POST", url+"/api/v1.6/devices/"+b.Device+"/", bytes.NewReader(loadgen.DeviceBody(b)))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-Auth-Token", token)
-	resp, err := client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = resp.Body.Close() }()
-	body, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("POST %s: %d %s", req.URL.Path, resp.StatusCode, body)
-	}
-	return nil
 }

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"slices"
 	"time"
@@ -106,22 +104,8 @@ func benchQuery(ctx context.Context, h *benchharness.Harness, token string, c qu
 		_ = rows.Close()
 		return rows.Err()
 	}
-	client := &http.Client{}
-	overHTTP := func() error {
-		req, _ := http.NewRequestWithContext(ctx, "POST", h.URL+c.path, bytes.NewReader([]byte(c.body)))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("X-Auth-Token", token)
-		resp, err := client.Do(req)
-		if err != nil {
-			return err
-		}
-		defer func() { _ = resp.Body.Close() }()
-		b, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode != 200 {
-			return fmt.Errorf("%d %s", resp.StatusCode, b)
-		}
-		return nil
-	}
+	client := &loadgen.Client{HTTP: &http.Client{}, URL: h.URL, Token: token}
+	overHTTP := func() error { return client.Do(ctx, http.MethodPost, c.path, []byte(c.body)) }
 	viaHTTP, floor, err = measurePair(overHTTP, direct)
 	if err != nil {
 		return 0, 0, fmt.Errorf("%s: %w", c.name, err)

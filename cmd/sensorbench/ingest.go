@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"sync"
 	"time"
@@ -41,9 +39,10 @@ func benchIngest(ctx context.Context, h *benchharness.Harness, dots int) error {
 	if err != nil {
 		return err
 	}
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: ingestConcurrency}}
+	client := &loadgen.Client{HTTP: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: ingestConcurrency}},
+		URL: h.URL, Token: tok}
 	rss := h.SampleRSS()
-	viaHTTP, err := timeLoad(spec, func(b loadgen.Batch) error { return post(ctx, client, h.URL, tok, b) })
+	viaHTTP, err := timeLoad(spec, func(b loadgen.Batch) error { return client.PostBatch(ctx, b) })
 	peak := rss.Stop()
 	if err != nil {
 		return fmt.Errorf("http: %w", err)
@@ -86,23 +85,4 @@ func timeLoad(spec loadgen.Spec, send func(loadgen.Batch) error) (time.Duration,
 	default:
 	}
 	return time.Since(start), nil
-}
-
-func post(ctx context.Context, client *http.Client, url, token string, b loadgen.Batch) error {
-	req, err := http.NewRequestWithContext(ctx, "POST", url+"/api/v1.6/devices/"+b.Device, bytes.NewReader(loadgen.DeviceBody(b)))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-Auth-Token", token)
-	resp, err := client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = resp.Body.Close() }()
-	body, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 200 {
-		return fmt.Errorf("%d %s", resp.StatusCode, body)
-	}
-	return nil
 }

@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
+
+	"github.com/sensordata/sensorapi/pkg/loadgen"
 )
 
 // op is one kind of request: its route name in the report, its share of the mix and
@@ -34,16 +34,15 @@ var ops = []op{
 const bulkVariables, bulkDots = 5, 20 // a bulk post: 5 variables × 20 dots
 
 type workload struct {
-	url     string
 	ds      dataset
-	client  *http.Client
+	client  *loadgen.Client
 	clients int
 	total   int // sum of the weights
 }
 
 func newWorkload(url string, ds dataset, clients int) *workload {
-	w := &workload{url: url, ds: ds,
-		client: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: clients}}}
+	w := &workload{ds: ds, client: &loadgen.Client{URL: url, Token: ds.token,
+		HTTP: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: clients}}}}
 	for _, o := range ops {
 		w.total += o.weight
 	}
@@ -78,7 +77,7 @@ func (w *workload) client1(ctx context.Context, deadline time.Time, rng *rand.Ra
 		o := w.pick(rng)
 		method, path, body := o.build(w, rng)
 		t0 := time.Now()
-		err := w.do(ctx, method, path, body)
+		err := w.client.Do(ctx, method, path, []byte(body))
 		r.record(o.route, time.Since(t0), err)
 	}
 }
@@ -92,35 +91,6 @@ func (w *workload) pick(rng *rand.Rand) op {
 		n -= o.weight
 	}
 	return ops[len(ops)-1]
-}
-
-// do sends one request; any status but 2xx is an error.
-func (w *workload) do(ctx context.Context, method, path, body string) error {
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, w.url+path, rd)
-	if err != nil {
-		return fmt.Errorf("%s %s: %w", method, path, err)
-	}
-	req.Header.Set("X-Auth-Token", w.ds.token)
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := w.client.Do(req)
-	if err != nil {
-		return fmt.Errorf("%s %s: %w", method, path, err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	b, err := io.ReadAll(resp.Body)
-	switch {
-	case resp.StatusCode < 200 || resp.StatusCode > 299:
-		return fmt.Errorf("%s %s: %d %.200s", method, path, resp.StatusCode, b)
-	case err != nil:
-		return fmt.Errorf("%s %s: read body: %w", method, path, err)
-	}
-	return nil
 }
 
 // newRand is client i's generator: runs are reproducible in what they ask.
