@@ -78,6 +78,15 @@ func (s *Server) postDevice(c *gin.Context) error {
 
 var created = gin.H{"status_code": 201}
 
+// createdList is the answer to n dots written: one {"status_code":201} each, in order.
+func createdList(n int) []gin.H {
+	out := make([]gin.H, n)
+	for i := range out {
+		out[i] = created
+	}
+	return out
+}
+
 // postVariableValues: a dot → 201 the stored dot; [dots] → 201 [{"status_code":201}...].
 func (s *Server) postVariableValues(c *gin.Context) error {
 	body, p, err := parser(c)
@@ -101,11 +110,7 @@ func (s *Server) postVariableValues(c *gin.Context) error {
 		return err
 	}
 	if isList(body) {
-		statuses := make([]gin.H, len(dots))
-		for i := range statuses {
-			statuses[i] = created
-		}
-		c.JSON(http.StatusCreated, statuses)
+		c.JSON(http.StatusCreated, createdList(len(dots)))
 		return nil
 	}
 	d := dots[0]
@@ -158,11 +163,7 @@ func (s *Server) postCollection(c *gin.Context) error {
 	if err := s.valueStore().ToCollection(c, account(c).ID, dots); err != nil {
 		return err
 	}
-	statuses := make([]gin.H, len(dots))
-	for i := range statuses {
-		statuses[i] = created
-	}
-	c.JSON(http.StatusCreated, statuses)
+	c.JSON(http.StatusCreated, createdList(len(dots)))
 	return nil
 }
 

@@ -159,13 +159,8 @@ func (o *Object) NullableInt(name string, min, max int64) (n *int64, ok bool) {
 
 // Object reads a nested object, returning a reader whose paths continue this one's.
 func (o *Object) Object(name string) (*Object, bool) {
-	v, present := o.Raw[name]
-	if !present {
-		return nil, false
-	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(v, &m); err != nil || m == nil {
-		o.Fail(name, MsgObject)
+	m, ok := o.rawObject(name)
+	if !ok {
 		return nil, false
 	}
 	return NewObject(m, o.Errs, o.Prefix+name+"."), true
@@ -218,13 +213,8 @@ func (o *Object) Tags(name string) ([]string, bool) {
 
 // Properties reads a free-form object of at most 16 KiB serialized (API.md §3).
 func (o *Object) Properties(name string) (json.RawMessage, bool) {
-	v, present := o.Raw[name]
-	if !present {
-		return nil, false
-	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(v, &m); err != nil || m == nil {
-		o.Fail(name, MsgObject)
+	m, ok := o.rawObject(name)
+	if !ok {
 		return nil, false
 	}
 	if hasNUL(m) {
@@ -303,4 +293,18 @@ func (o *Object) Label(name string) (string, bool) {
 		return "", false
 	}
 	return l, true
+}
+
+// rawObject reads a field that must be a JSON object into its raw members.
+func (o *Object) rawObject(name string) (map[string]json.RawMessage, bool) {
+	v, present := o.Raw[name]
+	if !present {
+		return nil, false
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(v, &m); err != nil || m == nil {
+		o.Fail(name, MsgObject)
+		return nil, false
+	}
+	return m, true
 }
