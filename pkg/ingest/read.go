@@ -103,14 +103,21 @@ func (s *Store) Last(ctx context.Context, key int64) (*StoredDot, error) {
 	return &dots[0], nil
 }
 
-// Delete removes the variable's values in the range and recomputes its lastValue from
-// what remains, in one transaction.
+// Delete removes the variable's values in the range and recomputes its lastValue and
+// minute rollups from what remains, in one transaction.
 func (s *Store) Delete(ctx context.Context, key int64, r Range) error {
 	start, end := r.bounds()
 	return pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
+		// the variable's row first, as writers lock it before their rollups (minutes.go)
+		if _, err := tx.Exec(ctx, `SELECT FROM variables WHERE id = $1 FOR NO KEY UPDATE`, key); err != nil {
+			return fmt.Errorf("lock variable: %w", err)
+		}
 		if _, err := tx.Exec(ctx, `DELETE FROM "values" WHERE variable_id = $1 AND ts BETWEEN $2 AND $3`,
 			key, start, end); err != nil {
 			return fmt.Errorf("delete values: %w", err)
+		}
+		if err := deleteMinutes(ctx, tx, key, start, end); err != nil {
+			return err
 		}
 		_, err := tx.Exec(ctx, `UPDATE variables
 			SET (last_value, last_value_ts, last_value_context, last_value_created) =

@@ -266,8 +266,8 @@ func cmpInt(a, b int64) int {
 	return 0
 }
 
-// writeRows upserts the values and moves lastValue/lastActivity of the variables and
-// devices, three statements sent in one round trip.
+// writeRows upserts the values, moves lastValue/lastActivity of the variables and
+// devices and updates the minute rollups: four statements sent in one round trip.
 func writeRows(ctx context.Context, tx pgx.Tx, rows []row, devices []int64) error {
 	n := len(rows)
 	vars, ts, vals := make([]int64, n), make([]time.Time, n), make([]float64, n)
@@ -282,17 +282,34 @@ func writeRows(ctx context.Context, tx pgx.Tx, rows []row, devices []int64) erro
 	lv := lastPerVariable(rows)
 	slices.Sort(devices)
 	devices = slices.Compact(devices)
+	// Lock order: devices (ascending id) before their variables, in every writer. A
+	// writer that created variables already holds its device's row (the count
+	// trigger); taking variable rows first elsewhere would deadlock with it.
+	// The minute rollups come after lastValueSQL: the variables' rows are locked then
+	// (see minutes.go). A batch owns its queued queries, so each gets new ones.
+	sums := sumMinutes(rows)
+	batch := func(valuesSQL, minutesSQL string, minutesArgs ...any) []*pgx.QueuedQuery {
+		return []*pgx.QueuedQuery{
+			{SQL: valuesSQL, Arguments: []any{vars, ts, vals, ctxs}},
+			{SQL: `UPDATE devices SET last_activity = now() WHERE id = ANY($1)`, Arguments: []any{devices}},
+			{SQL: lastValueSQL, Arguments: []any{lv.vars, lv.ts, lv.vals, lv.ctxs}},
+			{SQL: minutesSQL, Arguments: minutesArgs},
+		}
+	}
+
 	// Fast path: a plain INSERT, about twice as fast as ON CONFLICT on a hypertable
 	// (measured: 500k rows 6.0 s vs 13.6 s). Rows that exist already (a retried request)
 	// make it fail with a unique violation: then the savepoint undoes it and the upsert
-	// runs instead. Either way the same rows end up stored.
-	err := sendBatch(ctx, tx, "SAVEPOINT fast_insert", insertValuesSQL, vars, ts, vals, ctxs, lv, devices)
+	// runs instead, and the minutes it touched are recomputed rather than added to.
+	// Either way the same rows end up stored.
+	err := sendBatch(ctx, tx, append([]*pgx.QueuedQuery{{SQL: "SAVEPOINT fast_insert"}},
+		batch(insertValuesSQL, addMinutesSQL, sums.vars, sums.minutes, sums.n, sums.sum, sums.min, sums.max)...))
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && pe.Code == "23505" {
 		if _, rerr := tx.Exec(ctx, "ROLLBACK TO SAVEPOINT fast_insert"); rerr != nil {
 			return fmt.Errorf("write values: %w", rerr)
 		}
-		err = sendBatch(ctx, tx, "", upsertValuesSQL, vars, ts, vals, ctxs, lv, devices)
+		err = sendBatch(ctx, tx, batch(upsertValuesSQL, recomputeMinutesSQL, sums.vars, sums.minutes))
 	}
 	if err != nil {
 		return fmt.Errorf("write values: %w", err)
@@ -300,20 +317,9 @@ func writeRows(ctx context.Context, tx pgx.Tx, rows []row, devices []int64) erro
 	return nil
 }
 
-// sendBatch sends the values statement and the lastValue/lastActivity updates in one
-// round trip.
-func sendBatch(ctx context.Context, tx pgx.Tx, first, valuesSQL string, vars []int64, ts []time.Time,
-	vals []float64, ctxs []*string, lv lastValues, devices []int64) error {
-	b := &pgx.Batch{}
-	if first != "" {
-		b.Queue(first)
-	}
-	b.Queue(valuesSQL, vars, ts, vals, ctxs)
-	// Lock order: devices (ascending id) before their variables, in every writer. A
-	// writer that created variables already holds its device's row (the count
-	// trigger); taking variable rows first elsewhere would deadlock with it.
-	b.Queue(`UPDATE devices SET last_activity = now() WHERE id = ANY($1)`, devices)
-	b.Queue(lastValueSQL, lv.vars, lv.ts, lv.vals, lv.ctxs)
+// sendBatch sends the statements in one round trip.
+func sendBatch(ctx context.Context, tx pgx.Tx, stmts []*pgx.QueuedQuery) error {
+	b := &pgx.Batch{QueuedQueries: stmts}
 	return tx.SendBatch(ctx, b).Close()
 }
 

@@ -109,10 +109,14 @@ func UpdateVariable(ctx context.Context, db bun.IDB, v *model.Variable) error {
 	return nil
 }
 
-// DeleteVariable removes a Variable and its values, in the caller's transaction.
+// DeleteVariable removes a Variable, its values and their minute rollups, in the
+// caller's transaction.
 func DeleteVariable(ctx context.Context, tx bun.Tx, id int64) error {
 	if _, err := tx.NewRaw(`DELETE FROM "values" WHERE variable_id = ?`, id).Exec(ctx); err != nil {
 		return fmt.Errorf("delete variable values: %w", err)
+	}
+	if _, err := tx.NewRaw(`DELETE FROM value_minutes WHERE variable_id = ?`, id).Exec(ctx); err != nil {
+		return fmt.Errorf("delete variable minute rollups: %w", err)
 	}
 	if _, err := tx.NewDelete().TableExpr("variables").Where("id = ?", id).Exec(ctx); err != nil {
 		return fmt.Errorf("delete variable: %w", err)

@@ -60,5 +60,12 @@ func (e *Env) Seed(t testing.TB, token, device, variable string, points []Point)
 	if err != nil {
 		t.Fatalf("seed: values: %v", err)
 	}
+	// the invariant the write path keeps: value_minutes summarizes "values"
+	_, err = e.DB.NewRaw(`INSERT INTO value_minutes (variable_id, minute, n, sum, min, max)
+		SELECT variable_id, time_bucket(INTERVAL '1 minute', ts), count(*), sum(value), min(value), max(value)
+		FROM "values" WHERE variable_id = ? GROUP BY 1, 2`, s.VariableKey).Exec(ctx)
+	if err != nil {
+		t.Fatalf("seed: minute rollups: %v", err)
+	}
 	return s
 }

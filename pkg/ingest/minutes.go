@@ -1,0 +1,113 @@
+package ingest
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// The per-minute rollups (table value_minutes, sql/20261122000020_value_minutes.up.sql)
+// change in the same transaction as the values they summarize, always after the
+// variable's row is locked (lastValueSQL, or Delete's lock), so that two writers of
+// one variable update its minutes one after the other and each statement sees what the
+// other committed:
+//   - rows that are all new (the fast path) add their per-minute count, sum, min and
+//     max to the stored minute (addMinutesSQL): additions commute, so order is free;
+//   - when some rows replaced stored ones (the upsert path) or were deleted, min and
+//     max cannot be taken back: those minutes are recomputed from "values"
+//     (recomputeMinutesSQL).
+
+const minuteMs = int64(time.Minute / time.Millisecond)
+
+// minuteOf is the start of the UTC minute holding a millisecond timestamp (floor, also
+// before 1970).
+func minuteOf(ms int64) int64 {
+	m := ms / minuteMs * minuteMs
+	if m > ms {
+		m -= minuteMs
+	}
+	return m
+}
+
+// minuteSums are the rollups of a batch, as parallel arrays for unnest.
+type minuteSums struct {
+	vars    []int64
+	minutes []time.Time
+	n       []int32
+	sum     []float64
+	min     []float64
+	max     []float64
+}
+
+// sumMinutes rolls rows up per (variable, minute); rows are sorted by (variable, ts).
+func sumMinutes(rows []row) minuteSums {
+	var s minuteSums
+	last := -1
+	for i, r := range rows {
+		m := minuteOf(r.ts)
+		if i == 0 || r.variable != rows[i-1].variable || m != minuteOf(rows[i-1].ts) {
+			s.vars = append(s.vars, r.variable)
+			s.minutes = append(s.minutes, time.UnixMilli(m).UTC())
+			s.n = append(s.n, 0)
+			s.sum = append(s.sum, 0)
+			s.min = append(s.min, r.value)
+			s.max = append(s.max, r.value)
+			last++
+		}
+		s.n[last]++
+		s.sum[last] += r.value
+		s.min[last] = min(s.min[last], r.value)
+		s.max[last] = max(s.max[last], r.value)
+	}
+	return s
+}
+
+// addMinutesSQL adds new rows' rollups to their minutes.
+const addMinutesSQL = `INSERT INTO value_minutes AS m (variable_id, minute, n, sum, min, max)
+SELECT * FROM unnest($1::bigint[], $2::timestamptz[], $3::int[], $4::float8[], $5::float8[], $6::float8[])
+ON CONFLICT (variable_id, minute) DO UPDATE
+SET n = m.n + EXCLUDED.n, sum = m.sum + EXCLUDED.sum,
+    min = least(m.min, EXCLUDED.min), max = greatest(m.max, EXCLUDED.max)`
+
+// recomputeMinutesSQL rebuilds the listed (variable, minute) rollups from "values",
+// removing those whose minute holds no value any more.
+const recomputeMinutesSQL = `WITH wanted AS (
+    SELECT * FROM unnest($1::bigint[], $2::timestamptz[]) AS w(variable_id, minute)
+), fresh AS (
+    SELECT w.variable_id, w.minute, s.n, s.sum, s.min, s.max
+    FROM wanted w
+    CROSS JOIN LATERAL (
+        SELECT count(*)::int AS n, sum(value) AS sum, min(value) AS min, max(value) AS max
+        FROM "values"
+        WHERE variable_id = w.variable_id AND ts >= w.minute AND ts < w.minute + INTERVAL '1 minute'
+    ) s
+), emptied AS (
+    DELETE FROM value_minutes m USING fresh f
+    WHERE f.n = 0 AND m.variable_id = f.variable_id AND m.minute = f.minute
+)
+INSERT INTO value_minutes AS m (variable_id, minute, n, sum, min, max)
+SELECT * FROM fresh WHERE n > 0
+ON CONFLICT (variable_id, minute) DO UPDATE
+SET n = EXCLUDED.n, sum = EXCLUDED.sum, min = EXCLUDED.min, max = EXCLUDED.max`
+
+// deleteMinutes follows a delete of the variable's values in [start, end]: the minutes
+// inside the range lost all their values, the (at most two) minutes at its ends only
+// some.
+func deleteMinutes(ctx context.Context, tx pgx.Tx, key int64, start, end time.Time) error {
+	first := time.UnixMilli(minuteOf(start.UnixMilli())).UTC()
+	last := time.UnixMilli(minuteOf(end.UnixMilli())).UTC()
+	if _, err := tx.Exec(ctx, `DELETE FROM value_minutes WHERE variable_id = $1 AND minute > $2 AND minute < $3`,
+		key, first, last); err != nil {
+		return fmt.Errorf("delete minute rollups: %w", err)
+	}
+	keys, minutes := []int64{key, key}, []time.Time{first, last}
+	if first.Equal(last) {
+		keys, minutes = keys[:1], minutes[:1] // one row may be upserted once per statement
+	}
+	if _, err := tx.Exec(ctx, recomputeMinutesSQL, keys, minutes); err != nil {
+		return fmt.Errorf("recompute minute rollups: %w", err)
+	}
+	return nil
+}
