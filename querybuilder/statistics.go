@@ -123,10 +123,14 @@ func Statistics(r StatisticsRequest) (Query, error) {
 		From("req r").
 		JoinClause(resolveJoin, r.AccountID, r.AccountID, r.AccountID)
 	var cols []string
-	if endsOnly(aggs) {
-		b, cols = endpointProbes(b, aggs, r.Start.UTC(), r.End.UTC())
-	} else {
-		b, cols = aggregateScan(b, aggs, r.Start.UTC(), r.End.UTC())
+	start, end := r.Start.UTC(), r.End.UTC()
+	switch {
+	case endsOnly(aggs):
+		b, cols = endpointProbes(b, aggs, start, end)
+	case additiveOnly(aggs):
+		b, cols = summaryScan(b, aggs, start, end)
+	default:
+		b, cols = aggregateScan(b, aggs, start, end)
 	}
 	cols = append(append([]string{}, identityColumns...), cols...)
 	sqlStr, args, err := b.Columns(strings.Join(cols, ",\n       ")).OrderBy("r.ord").ToSql()
@@ -184,6 +188,36 @@ func endpointProbes(b sq.SelectBuilder, aggs []string, start, end time.Time) (sq
 		found = append(found, alias+".ts IS NOT NULL")
 	}
 	return b, append(cols, strings.Join(found, " OR ")+" AS "+ColHasData)
+}
+
+// additiveOnly tells whether every requested aggregation adds up from per-minute
+// rollups (count, sum, mean): then whole minutes need not be read value by value.
+func additiveOnly(aggs []string) bool {
+	for _, a := range aggs {
+		if a != AggCount && a != AggSum && a != AggMean {
+			return false
+		}
+	}
+	return true
+}
+
+// summaryScan answers count, sum and mean from the range's summaries (minutes.go).
+func summaryScan(b sq.SelectBuilder, aggs []string, start, end time.Time) (sq.SelectBuilder, []string) {
+	exprs := []string{"coalesce(sum(x.n), 0) AS " + ColN}
+	out := []string{"s.n > 0 AS " + ColHasData, "s." + ColN}
+	for _, a := range aggs {
+		switch a {
+		case AggSum:
+			exprs, out = append(exprs, "sum(x.sum) AS sum_value"), append(out, "s.sum_value")
+		case AggMean:
+			exprs, out = append(exprs, "sum(x.sum) / sum(x.n) AS mean_value"), append(out, "s.mean_value")
+		}
+	}
+	return b.JoinClause(sq.ConcatExpr("LEFT JOIN LATERAL (\n    SELECT "+strings.Join(exprs, ",\n           ")+`
+    FROM (
+    `, summaries("v.id", &start, &end), `
+    ) x
+) s ON true`)), out
 }
 
 // aggregateScan computes every requested aggregation in one pass over the range.

@@ -49,7 +49,8 @@ func TestStatisticsGolden(t *testing.T) {
 }
 
 // TestStatisticsArgs pins the argument list: the four reference arrays, the account
-// once per lookup branch, then the inclusive range.
+// once per lookup branch, then the range as the summaries read it: whole minutes
+// [lo, hi) from value_minutes, raw values in [start, end] below lo and from hi on.
 func TestStatisticsArgs(t *testing.T) {
 	q, err := Statistics(statsRequest([]string{AggMean},
 		VariableRef{VariableLabel: "temperature", DeviceLabel: "kitchen"},
@@ -58,13 +59,16 @@ func TestStatisticsArgs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	lo, hi := statsStart, statsEnd.Add(time.Millisecond) // both on a minute
 	want := []any{
 		[]string{"", "5f1c2a3b4c5d6e7f80912a3b", ""},
 		[]string{"temperature", "", "humidity"},
 		[]string{"", "", "0123456789abcdef01234567"},
 		[]string{"kitchen", "", ""},
 		int64(42), int64(42), int64(42),
-		statsStart, statsEnd,
+		lo, hi,
+		statsStart, statsEnd, lo,
+		statsStart, statsEnd, lo, hi,
 	}
 	if !reflect.DeepEqual(q.Args, want) {
 		t.Fatalf("args\n got %#v\nwant %#v", q.Args, want)
@@ -183,5 +187,28 @@ func TestStatisticsInjection(t *testing.T) {
 	}
 	if !strings.Contains(inlined, `'x''); DROP TABLE "values"; --'`) {
 		t.Errorf("inlined text does not quote the label:\n%s", inlined)
+	}
+}
+
+// TestStatisticsAdditiveReadsMinutes: count, sum and mean alone read the minute
+// rollups; any other aggregation needs every value, so the rollups are not read.
+func TestStatisticsAdditiveReadsMinutes(t *testing.T) {
+	for _, tc := range []struct {
+		aggs    []string
+		minutes bool
+	}{
+		{[]string{AggCount}, true},
+		{[]string{AggSum, AggMean}, true},
+		{[]string{AggCount, AggStd}, false},
+		{[]string{AggCount, AggMin}, false},
+		{Aggregations, false},
+	} {
+		q, err := Statistics(statsRequest(tc.aggs))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(q.SQL, "value_minutes"); got != tc.minutes {
+			t.Errorf("%v: reads value_minutes = %v, want %v", tc.aggs, got, tc.minutes)
+		}
 	}
 }

@@ -30,7 +30,18 @@ WITH req AS (
     FROM devices d JOIN variables v ON v.device_id = d.id AND v.label = r.variable_label
     WHERE d.account_id = ? AND r.variable_id = '' AND d.label = r.device_label
 ) v ON true LEFT JOIN LATERAL (
-    SELECT count(*) AS n
+    SELECT coalesce(sum(x.n), 0) AS n
+    FROM (
+    SELECT m.minute AS ts, m.n, m.sum, m.min, m.max
+    FROM value_minutes m
+    WHERE m.variable_id = v.id AND m.minute >= ? AND m.minute < ?::timestamptz
+    UNION ALL
+    SELECT x.ts, 1 AS n, x.value AS sum, x.value AS min, x.value AS max
     FROM "values" x
-    WHERE x.variable_id = v.id AND x.ts BETWEEN ? AND ?
+    WHERE x.variable_id = v.id AND x.ts >= ? AND x.ts <= ? AND x.ts < ?
+    UNION ALL
+    SELECT x.ts, 1 AS n, x.value AS sum, x.value AS min, x.value AS max
+    FROM "values" x
+    WHERE x.variable_id = v.id AND x.ts >= ? AND x.ts <= ? AND x.ts >= greatest(?::timestamptz, ?::timestamptz)
+    ) x
 ) s ON true ORDER BY r.ord
