@@ -41,6 +41,16 @@ var aggregates = map[string]string{
 	"sum":   "sum(value)",
 }
 
+// summaryAggregates are the same aggregations over summary rows (n, sum, min, max),
+// which E8 reads (minutes.go).
+var summaryAggregates = map[string]string{
+	"mean":  "sum(sum) / sum(n)",
+	"min":   "min(min)",
+	"max":   "max(max)",
+	"count": "sum(n)::float8",
+	"sum":   "sum(sum)",
+}
+
 // IsResampleAggregation tells whether name is an E8/E9 aggregation.
 func IsResampleAggregation(name string) bool { _, ok := aggregates[name]; return ok }
 
@@ -76,8 +86,9 @@ FROM req r
 WHERE NOT EXISTS (SELECT 1 FROM vars v WHERE v.ord = r.ord)`
 
 // sources is the common head: the requested ids with their positions, the variables
-// they name in the account, and the points in range (pts).
-func sources(accountID int64, ids []string, start, end *time.Time) sq.Sqlizer {
+// they name in the account, and the points in range (pts): rows (ord, ts, value), or
+// with summarized rows (ord, ts, n, sum, min, max) that may stand for a whole minute.
+func sources(accountID int64, ids []string, start, end *time.Time, summarized bool) sq.Sqlizer {
 	return sq.Expr(`WITH req AS (
   SELECT r.ord, r.public_id
   FROM unnest(?::text[]) WITH ORDINALITY AS r(public_id, ord)
@@ -89,23 +100,32 @@ vars AS (
 ),
 pts AS (
 ?
-)`, ids, accountID, points(start, end))
+)`, ids, accountID, points(start, end, summarized))
 }
 
 // points applies the range rules (API.md §8). Without a range, each variable's last
 // 100 values come from a LATERAL top-N that walks the (variable_id, ts DESC) index
 // backwards and stops after 100 rows.
-func points(start, end *time.Time) sq.Sqlizer {
-	const head = `  SELECT vars.ord, p.ts, p.value
-  FROM vars
-  `
-	if start == nil && end == nil {
+func points(start, end *time.Time, summarized bool) sq.Sqlizer {
+	cols := "p.ts, p.value"
+	if summarized {
+		cols = "p.ts, p.n, p.sum, p.min, p.max"
+	}
+	head := "  SELECT vars.ord, " + cols + "\n  FROM vars\n  "
+	switch {
+	case start == nil && end == nil:
+		value := "value"
+		if summarized {
+			value = summaryColumns("")
+		}
 		return sq.Expr(head + `CROSS JOIN LATERAL (
-    SELECT ts, value FROM "values"
+    SELECT ts, ` + value + ` FROM "values"
     WHERE variable_id = vars.id
     ORDER BY ts DESC
     LIMIT 100
   ) p`)
+	case summarized:
+		return sq.ConcatExpr(head+"CROSS JOIN LATERAL (\n    ", summaries("vars.id", start, end), "\n  ) p")
 	}
 	return sq.ConcatExpr(head+`JOIN "values" p ON p.variable_id = vars.id AND `, inRange("p.ts", start, end))
 }
@@ -203,7 +223,7 @@ func localMidnight(wall, zone string) sq.Sqlizer {
 // to its last non-empty bucket, empty buckets filled (NULL, or 0 for count and sum),
 // newest first within each variable.
 func Resample(r ResampleRequest) (Query, error) {
-	agg, ok := aggregates[r.Aggregation]
+	agg, ok := summaryAggregates[r.Aggregation]
 	if !ok {
 		return Query{}, fmt.Errorf("resample: unknown aggregation %q", r.Aggregation)
 	}
@@ -219,7 +239,7 @@ func Resample(r ResampleRequest) (Query, error) {
 		// loop and was recomputed for every point (quadratic, seconds for 10k points)
 		origin, from = sq.Expr(",\norigin AS MATERIALIZED (\n  ?\n)", g.origin), "pts, origin"
 	}
-	stmt := sq.ConcatExpr(sources(r.AccountID, r.VariableIDs, r.Start, r.End), origin, sq.Expr(`,
+	stmt := sq.ConcatExpr(sources(r.AccountID, r.VariableIDs, r.Start, r.End, true), origin, sq.Expr(`,
 buckets AS (
   SELECT pts.ord, ? AS key, `+agg+` AS value
   FROM `+from+`
@@ -270,7 +290,7 @@ result AS (
 `+unknownIDs+`
 UNION ALL
 SELECT ord, (extract(epoch FROM ts) * 1000)::bigint, value FROM result
-ORDER BY 1, 2 NULLS FIRST`, sources(r.AccountID, r.VariableIDs, r.Start, r.End))
+ORDER BY 1, 2 NULLS FIRST`, sources(r.AccountID, r.VariableIDs, r.Start, r.End, false))
 	return build(stmt)
 }
 

@@ -2,6 +2,7 @@ package querybuilder
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -20,15 +21,17 @@ func TestResampleGolden(t *testing.T) {
 		args []any
 	}{
 		{"resample_15T_range.sql", ResampleRequest{7, rsIDs, "mean", Period{Minute, 15}, "America/New_York", &rsStart, &rsEnd},
-			append([]any{rsIDs, int64(7), rsStart, rsEnd}, zones("America/New_York", 4, rsStart, rsEnd, 15, 15)...)},
+			slices.Concat([]any{rsIDs, int64(7)}, summaryArgs(&rsStart, &rsEnd, rsStart),
+				zones("America/New_York", 4, rsStart, rsEnd, 15, 15))},
 		{"resample_5H_count_last100.sql", ResampleRequest{7, rsIDs, "count", Period{Hour, 5}, "Pacific/Chatham", nil, nil},
 			append([]any{rsIDs, int64(7)}, zones("Pacific/Chatham", 4, 5, 5)...)},
 		{"resample_2D_sum_start.sql", ResampleRequest{7, rsIDs, "sum", Period{Day, 2}, "Australia/Lord_Howe", &rsStart, nil},
-			append([]any{rsIDs, int64(7), rsStart}, append(zones("Australia/Lord_Howe", 1, rsStart, "Australia/Lord_Howe", 2, 2), zones("Australia/Lord_Howe", 3, 2)...)...)},
+			slices.Concat([]any{rsIDs, int64(7)}, summaryArgs(&rsStart, nil, rsStart),
+				zones("Australia/Lord_Howe", 1, rsStart, "Australia/Lord_Howe", 2, 2), zones("Australia/Lord_Howe", 3, 2))},
 		{"resample_W_min_end.sql", ResampleRequest{7, rsIDs, "min", Period{Week, 1}, "Europe/Berlin", nil, &rsEnd},
-			append([]any{rsIDs, int64(7), rsEnd}, zones("Europe/Berlin", 4)...)},
+			slices.Concat([]any{rsIDs, int64(7)}, summaryArgs(nil, &rsEnd, rollupEpoch), zones("Europe/Berlin", 4))},
 		{"resample_M_max.sql", ResampleRequest{7, rsIDs, "max", Period{Month, 1}, "Asia/Kolkata", &rsStart, &rsEnd},
-			append([]any{rsIDs, int64(7), rsStart, rsEnd}, zones("Asia/Kolkata", 4)...)},
+			slices.Concat([]any{rsIDs, int64(7)}, summaryArgs(&rsStart, &rsEnd, rsStart), zones("Asia/Kolkata", 4))},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -45,6 +48,20 @@ func TestResampleGolden(t *testing.T) {
 			}
 		})
 	}
+}
+
+// summaryArgs are the arguments of summaries over [start, end] whose whole minutes
+// start at lo (rsEnd is on a minute, and "only start" runs to now(), no argument):
+// the rollup minutes [lo, hi), then the range and lo for each raw branch.
+func summaryArgs(start, end *time.Time, lo time.Time) []any {
+	var rng, hi []any
+	if start != nil {
+		rng = append(rng, *start)
+	}
+	if end != nil {
+		rng, hi = append(rng, *end), []any{*end}
+	}
+	return slices.Concat([]any{lo}, hi, rng, []any{lo}, rng, []any{lo}, hi)
 }
 
 // zones is n copies of zone followed by the given period arguments.

@@ -1,11 +1,15 @@
 package api_test
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/sensordata/sensorapi/pkg/testenv"
 )
@@ -129,4 +133,131 @@ func variableIDIn(t *testing.T, c *testenv.Client, device, variable string) stri
 		t.Fatalf("variable %s/%s: %d %s", device, variable, r.Status, r.Body)
 	}
 	return r.Object(t)["id"].(string)
+}
+
+// denseAcrossEpoch is a series a few seconds apart (irregular milliseconds, several
+// values a minute) from before 1973-01-01, where minute rollups are not used, to after.
+func denseAcrossEpoch(n int) []testenv.Point {
+	rng := rand.New(rand.NewPCG(3, 9))
+	pts := make([]testenv.Point, n)
+	ts := int64(94_694_400_000) - 40*60_000 // 1972-12-31T23:20Z
+	for i := range pts {
+		ts += 1 + rng.Int64N(7_000)
+		pts[i] = testenv.Point{TS: ts, Value: float64(rng.IntN(2001)-1000) / 8}
+	}
+	return pts
+}
+
+// TestSummariesMatchRawValues: answers read from minute rollups plus raw values at the
+// ends equal answers computed here from the values themselves, for ranges whose ends
+// fall inside minutes, inside one minute, and across 1973-01-01.
+func TestSummariesMatchRawValues(t *testing.T) {
+	c := env.Client(t).As(env.NewAccount(t))
+	pts := denseAcrossEpoch(3000) // about 3 hours
+	s := env.Seed(t, c.Token, "dense", "v", pts)
+	first, last := pts[0].TS, pts[len(pts)-1].TS
+	minute := pts[900].TS / 60_000 * 60_000
+	ranges := [][2]int64{
+		{first, last},
+		{first + 61_234, last - 47_890}, // both ends inside minutes
+		{minute + 1, minute + 59_998},   // inside one minute
+		{94_694_400_000 - 123_456, 94_694_400_000 + 7_654_321},
+	}
+	for _, rg := range ranges {
+		t.Run(fmt.Sprintf("%d..%d", rg[0], rg[1]), func(t *testing.T) {
+			ref := referenceStats(pts, rg[0], rg[1])
+			ans := postStats(t, c, statsBody{"start": rg[0], "end": rg[1], "variables": []any{statsBody{"variable": s.VariableID}},
+				"aggregations": []string{"count", "sum", "mean"}})
+			res := entry(t, ans, 0)["results"].(map[string]any)
+			checkAgg(t, res, "count", float64(ref.n), nil)
+			if ref.n > 0 {
+				checkAgg(t, res, "sum", ref.sum, nil)
+				checkAgg(t, res, "mean", ref.mean, nil)
+			}
+			checkResampleAgainstValues(t, c, s.VariableID, pts, rg, "5T", 5*60_000, time.UTC)
+		})
+	}
+}
+
+// TestSummariesKeepSecondsOffsets: before 1973 some zones were seconds off UTC
+// (Africa/Monrovia -0:44:30 until 1972), so their buckets split minutes: those values
+// are resampled one by one, not from minute rollups.
+func TestSummariesKeepSecondsOffsets(t *testing.T) {
+	c := env.Client(t).As(env.NewAccount(t))
+	pts := denseAcrossEpoch(3000)
+	for i := range pts {
+		pts[i].TS -= 2 * 365 * 86_400_000 // 1971
+	}
+	s := env.Seed(t, c.Token, "monrovia", "v", pts)
+	monrovia, err := time.LoadLocation("Africa/Monrovia")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkResampleAgainstValues(t, c, s.VariableID, pts, [2]int64{pts[0].TS, pts[len(pts)-1].TS}, "1H", 3_600_000, monrovia)
+}
+
+// checkResampleAgainstValues resamples the variable in range with every aggregation
+// and compares with referenceBuckets.
+func checkResampleAgainstValues(t *testing.T, c *testenv.Client, id string, pts []testenv.Point, rg [2]int64,
+	period string, width int64, loc *time.Location) {
+	t.Helper()
+	for _, agg := range []string{"count", "sum", "min", "max", "mean"} {
+		want := referenceBuckets(pts, rg[0], rg[1], width, agg, loc)
+		r := c.Post(resamplePath, map[string]any{"variables": []string{id}, "aggregation": agg,
+			"period": period, "tz": loc.String(), "start": rg[0], "end": rg[1]})
+		if r.Status != 200 {
+			t.Fatalf("resample %s: %d %s", agg, r.Status, r.Body)
+		}
+		var got struct {
+			Results [][][2]*float64 `json:"results"`
+		}
+		if err := json.Unmarshal(r.Body, &got); err != nil || len(got.Results) != 1 {
+			t.Fatalf("resample %s: %v %s", agg, err, r.Body)
+		}
+		if len(got.Results[0]) != len(want) {
+			t.Fatalf("resample %s: %d buckets, want %d", agg, len(got.Results[0]), len(want))
+		}
+		for i, b := range got.Results[0] {
+			if int64(*b[0]) != want[i].TS || !closeTo(*b[1], want[i].Value) {
+				t.Fatalf("resample %s bucket %d: [%v %v], want %+v", agg, i, *b[0], *b[1], want[i])
+			}
+		}
+	}
+}
+
+// referenceBuckets resamples the points in [start, end] into buckets of width ms from
+// local midnight (in loc) of the first point's day, newest first, for buckets holding
+// values (the series are dense, so no bucket inside them is empty).
+func referenceBuckets(pts []testenv.Point, start, end, width int64, agg string, loc *time.Location) []testenv.Point {
+	type acc struct {
+		n             int
+		sum, min, max float64
+	}
+	var origin int64 = -1
+	buckets := map[int64]*acc{}
+	for _, p := range pts {
+		if p.TS < start || p.TS > end {
+			continue
+		}
+		if origin < 0 {
+			y, m, d := time.UnixMilli(p.TS).In(loc).Date()
+			origin = time.Date(y, m, d, 0, 0, 0, 0, loc).UnixMilli()
+		}
+		k := origin + (p.TS-origin)/width*width
+		a := buckets[k]
+		if a == nil {
+			a = &acc{min: p.Value, max: p.Value}
+			buckets[k] = a
+		}
+		a.n++
+		a.sum += p.Value
+		a.min, a.max = min(a.min, p.Value), max(a.max, p.Value)
+	}
+	out := make([]testenv.Point, 0, len(buckets))
+	for k, a := range buckets {
+		v := map[string]float64{"count": float64(a.n), "sum": a.sum, "min": a.min, "max": a.max, "mean": a.sum / float64(a.n)}[agg]
+		out = append(out, testenv.Point{TS: k, Value: v})
+	}
+	slices.SortFunc(out, func(a, b testenv.Point) int { return cmp.Compare(b.TS, a.TS) })
+	return out
 }

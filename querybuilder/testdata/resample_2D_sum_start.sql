@@ -8,9 +8,21 @@ vars AS (
   JOIN variables v ON v.public_id = req.public_id AND v.account_id = ?
 ),
 pts AS (
-  SELECT vars.ord, p.ts, p.value
+  SELECT vars.ord, p.ts, p.n, p.sum, p.min, p.max
   FROM vars
-  JOIN "values" p ON p.variable_id = vars.id AND p.ts >= ? AND p.ts <= now()
+  CROSS JOIN LATERAL (
+    SELECT m.minute AS ts, m.n, m.sum, m.min, m.max
+    FROM value_minutes m
+    WHERE m.variable_id = vars.id AND m.minute >= ? AND m.minute < time_bucket(INTERVAL '1 minute', now())
+    UNION ALL
+    SELECT x.ts, 1 AS n, x.value AS sum, x.value AS min, x.value AS max
+    FROM "values" x
+    WHERE x.variable_id = vars.id AND x.ts >= ? AND x.ts <= now() AND x.ts < ?
+    UNION ALL
+    SELECT x.ts, 1 AS n, x.value AS sum, x.value AS min, x.value AS max
+    FROM "values" x
+    WHERE x.variable_id = vars.id AND x.ts >= ? AND x.ts <= now() AND x.ts >= greatest(?::timestamptz, time_bucket(INTERVAL '1 minute', now()))
+  ) p
 ),
 origin AS MATERIALIZED (
   SELECT (fp.ts AT TIME ZONE ?)::date AS day FROM (SELECT min(f.ts) AS ts FROM vars CROSS JOIN LATERAL (
@@ -18,7 +30,7 @@ origin AS MATERIALIZED (
     ORDER BY ts LIMIT 1) f) fp
 ),
 buckets AS (
-  SELECT pts.ord, (origin.day + ((pts.ts AT TIME ZONE ?)::date - origin.day) / ? * ?)::timestamp AS key, sum(value) AS value
+  SELECT pts.ord, (origin.day + ((pts.ts AT TIME ZONE ?)::date - origin.day) / ? * ?)::timestamp AS key, sum(sum) AS value
   FROM pts, origin
   GROUP BY 1, 2
 ),

@@ -8,10 +8,10 @@ vars AS (
   JOIN variables v ON v.public_id = req.public_id AND v.account_id = ?
 ),
 pts AS (
-  SELECT vars.ord, p.ts, p.value
+  SELECT vars.ord, p.ts, p.n, p.sum, p.min, p.max
   FROM vars
   CROSS JOIN LATERAL (
-    SELECT ts, value FROM "values"
+    SELECT ts, 1 AS n, value AS sum, value AS min, value AS max FROM "values"
     WHERE variable_id = vars.id
     ORDER BY ts DESC
     LIMIT 100
@@ -23,7 +23,7 @@ origin AS MATERIALIZED (
     WHERE e AT TIME ZONE ? = d.day)) AS at FROM (SELECT (fp.ts AT TIME ZONE ?)::date::timestamp AS day FROM (SELECT min(ts) AS ts FROM pts) fp) d
 ),
 buckets AS (
-  SELECT pts.ord, time_bucket(make_interval(hours => ?), pts.ts, origin.at) AS key, count(value)::float8 AS value
+  SELECT pts.ord, time_bucket(make_interval(hours => ?), pts.ts, origin.at) AS key, sum(n)::float8 AS value
   FROM pts, origin
   GROUP BY 1, 2
 ),
