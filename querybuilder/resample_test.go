@@ -27,7 +27,7 @@ func TestResampleGolden(t *testing.T) {
 			append([]any{rsIDs, int64(7)}, zones("Pacific/Chatham", 4, 5, 5)...)},
 		{"resample_2D_sum_start.sql", ResampleRequest{7, rsIDs, "sum", Period{Day, 2}, "Australia/Lord_Howe", &rsStart, nil},
 			slices.Concat([]any{rsIDs, int64(7)}, summaryArgs(&rsStart, nil, rsStart),
-				zones("Australia/Lord_Howe", 1, rsStart, "Australia/Lord_Howe", 2, 2), zones("Australia/Lord_Howe", 3, 2))},
+				zones("Australia/Lord_Howe", 1, rsStart, "Australia/Lord_Howe", 2, 2, 2), zones("Australia/Lord_Howe", 3))},
 		{"resample_W_min_end.sql", ResampleRequest{7, rsIDs, "min", Period{Week, 1}, "Europe/Berlin", nil, &rsEnd},
 			slices.Concat([]any{rsIDs, int64(7)}, summaryArgs(nil, &rsEnd, rollupEpoch), zones("Europe/Berlin", 4))},
 		{"resample_M_max.sql", ResampleRequest{7, rsIDs, "max", Period{Month, 1}, "Asia/Kolkata", &rsStart, &rsEnd},

@@ -39,11 +39,17 @@ buckets AS (
 spans AS (
   SELECT ord, min(key) AS lo, max(key) AS hi FROM buckets GROUP BY ord
 ),
-filled AS (
-  SELECT s.ord, g.key AS label, b.value AS value
+grid AS (
+  SELECT ord, key, value FROM buckets
+  UNION ALL
+  SELECT s.ord, k.key, NULL
   FROM spans s
-  CROSS JOIN LATERAL generate_series(s.lo, s.hi, make_interval(mins => ?)) AS g(key)
-  LEFT JOIN buckets b ON b.ord = s.ord AND b.key = g.key
+  CROSS JOIN LATERAL generate_series(s.lo, s.hi, make_interval(mins => ?)) AS k(key)
+),
+filled AS (
+  SELECT g.ord, g.key AS label, max(g.value) AS value
+  FROM grid g
+  GROUP BY g.ord, g.key
 )
 SELECT r.ord, NULL::bigint AS ts, NULL::float8 AS value
 FROM req r

@@ -37,13 +37,19 @@ buckets AS (
 spans AS (
   SELECT ord, min(key) AS lo, max(key) AS hi FROM buckets GROUP BY ord
 ),
-filled AS (
-  SELECT s.ord, least(g.key AT TIME ZONE ?, (
-    SELECT e FROM (SELECT (g.key - interval '1 day') AT TIME ZONE ? + interval '24 hours' AS e) x
-    WHERE e AT TIME ZONE ? = g.key)) AS label, coalesce(b.value, 0) AS value
+grid AS (
+  SELECT ord, key, value FROM buckets
+  UNION ALL
+  SELECT s.ord, k.key, NULL
   FROM spans s
-  CROSS JOIN LATERAL generate_series(s.lo, s.hi, make_interval(days => ?)) AS g(key)
-  LEFT JOIN buckets b ON b.ord = s.ord AND b.key = g.key
+  CROSS JOIN LATERAL generate_series(s.lo, s.hi, make_interval(days => ?)) AS k(key)
+),
+filled AS (
+  SELECT g.ord, least(g.key AT TIME ZONE ?, (
+    SELECT e FROM (SELECT (g.key - interval '1 day') AT TIME ZONE ? + interval '24 hours' AS e) x
+    WHERE e AT TIME ZONE ? = g.key)) AS label, coalesce(max(g.value), 0) AS value
+  FROM grid g
+  GROUP BY g.ord, g.key
 )
 SELECT r.ord, NULL::bigint AS ts, NULL::float8 AS value
 FROM req r
