@@ -45,10 +45,16 @@ func accountCmd(ctx context.Context, args []string) error {
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), "Usage: sensorapi account create NAME\n\nCreates an account with one token and prints only the token.\n\nExample:\n  TOKEN=$(DATABASE_URL=postgres://... sensorapi account create acme)\n")
 	}
+	// flags after "create" too: "account create --help" must not create "--help"
+	if len(args) > 0 && args[0] == "create" {
+		args = args[1:]
+	} else {
+		args = append(args, "") // an empty NAME: usage below
+	}
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if fs.NArg() != 2 || fs.Arg(0) != "create" || fs.Arg(1) == "" {
+	if fs.NArg() != 1 || fs.Arg(0) == "" {
 		fs.Usage()
 		return errors.New("account: want 'create NAME'")
 	}
@@ -57,7 +63,7 @@ func accountCmd(ctx context.Context, args []string) error {
 		return err
 	}
 	defer func() { _ = db.Close() }()
-	tok, err := auth.CreateAccount(ctx, db, fs.Arg(1))
+	tok, err := auth.CreateAccount(ctx, db, fs.Arg(0))
 	if err != nil {
 		return err
 	}

@@ -44,15 +44,18 @@ func loadSeries(ctx context.Context, h *benchharness.Harness, points int) (serie
 		return s, err
 	}
 	fmt.Printf("  loaded in %.0fs\n", time.Since(t0).Seconds())
-	if _, err := h.DB.ExecContext(ctx, `VACUUM ANALYZE "values"`); err != nil {
+	if _, err := h.DB.ExecContext(ctx, `VACUUM ANALYZE "values", value_minutes`); err != nil {
 		return s, err
 	}
-	var bytes, rows int64
-	if err := h.DB.NewRaw(`SELECT hypertable_size('values'), (SELECT count(*) FROM "values")`).Scan(ctx, &bytes, &rows); err != nil {
+	var bytes, rows, rollupBytes, rollups int64
+	if err := h.DB.NewRaw(`SELECT hypertable_size('values'), (SELECT count(*) FROM "values"),
+		hypertable_size('value_minutes'), (SELECT count(*) FROM value_minutes)`).Scan(ctx, &bytes, &rows, &rollupBytes, &rollups); err != nil {
 		return s, err
 	}
 	fmt.Printf("  storage: %d values in %.0f MiB with the index, %.1f MiB per million values\n",
 		rows, float64(bytes)/(1<<20), float64(bytes)/(1<<20)/(float64(rows)/1e6))
+	fmt.Printf("           %d minute rollups in %.0f MiB with the index (+%.1f%%)\n",
+		rollups, float64(rollupBytes)/(1<<20), 100*float64(rollupBytes)/float64(bytes))
 	err = h.DB.NewRaw(`SELECT public_id FROM variables WHERE account_id = ?`, acct).Scan(ctx, &s.variableID)
 	return s, err
 }
