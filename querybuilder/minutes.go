@@ -42,14 +42,13 @@ func summaries(key string, start, end *time.Time) sq.Sqlizer {
 			lo = s
 		}
 	}
-	// hi: the end of the last whole minute; end is inclusive to the millisecond
+	// hi: the end of the last whole minute; end is inclusive to the millisecond. When
+	// hi <= lo (a range inside a minute, or before rollupEpoch) the rollup branch is
+	// empty and the raw ones meet at lo: the text stays the same for every range, so it
+	// depends on the request's shape only, never on its values.
 	hi := sq.Expr("time_bucket(INTERVAL '1 minute', now())")
 	if end != nil {
-		h := end.UTC().Add(time.Millisecond).Truncate(time.Minute)
-		if !h.After(lo) {
-			return rawSummaries(key, start, end, sq.Expr("true"))
-		}
-		hi = sq.Expr("?::timestamptz", h)
+		hi = sq.Expr("?::timestamptz", end.UTC().Add(time.Millisecond).Truncate(time.Minute))
 	}
 	return sq.ConcatExpr(
 		sq.Expr(`SELECT m.minute AS ts, m.n, m.sum, m.min, m.max

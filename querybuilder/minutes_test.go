@@ -20,7 +20,7 @@ func TestSummariesSplitTheRange(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
 		start, end *time.Time
-		lo, hi     *time.Time // nil: no rollup branch
+		lo, hi     *time.Time // the rollup minutes [lo, hi): none when hi <= lo
 	}{
 		{"ends inside minutes", at("2026-03-01T10:00:12.345Z"), at("2026-03-01T12:30:59.998Z"),
 			at("2026-03-01T10:01:00Z"), at("2026-03-01T12:30:00Z")},
@@ -29,22 +29,25 @@ func TestSummariesSplitTheRange(t *testing.T) {
 		{"before the epoch", at("1960-01-01T00:00:00Z"), at("2026-03-01T00:00:00Z"),
 			&rollupEpoch, at("2026-03-01T00:00:00Z")},
 		{"no start", nil, at("2026-03-01T00:00:00Z"), &rollupEpoch, at("2026-03-01T00:00:00Z")},
-		{"within one minute", at("2026-03-01T10:00:01Z"), at("2026-03-01T10:00:58Z"), nil, nil},
-		{"all before the epoch", at("1960-01-01T00:00:00Z"), at("1970-03-01T00:00:00Z"), nil, nil},
+		{"within one minute", at("2026-03-01T10:00:01Z"), at("2026-03-01T10:00:58Z"),
+			at("2026-03-01T10:01:00Z"), at("2026-03-01T10:00:00Z")},
+		{"all before the epoch", at("1960-01-01T00:00:00Z"), at("1970-03-01T00:00:00Z"),
+			&rollupEpoch, at("1970-03-01T00:00:00Z")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sql, args, err := summaries("k", tc.start, tc.end).ToSql()
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := strings.Contains(sql, "value_minutes"); got != (tc.lo != nil) {
-				t.Fatalf("rollup branch present = %v:\n%s", got, sql)
-			}
-			if tc.lo == nil {
-				return
+			if !strings.Contains(sql, "value_minutes") || strings.Count(sql, `"values"`) != 2 {
+				t.Fatalf("want a rollup branch and two raw branches:\n%s", sql)
 			}
 			if !reflect.DeepEqual(args[:2], []any{*tc.lo, *tc.hi}) {
 				t.Fatalf("rollup minutes [%v, %v), want [%v, %v)", args[0], args[1], *tc.lo, *tc.hi)
+			}
+			// the raw branches end and start at lo
+			if args[len(args)-2] != *tc.lo {
+				t.Fatalf("raw values from %v on, want from lo %v on", args[len(args)-2], *tc.lo)
 			}
 		})
 	}
