@@ -261,3 +261,104 @@ func referenceBuckets(pts []testenv.Point, start, end, width int64, agg string, 
 	slices.SortFunc(out, func(a, b testenv.Point) int { return cmp.Compare(b.TS, a.TS) })
 	return out
 }
+
+// TestAggregationFromSummariesMatchesValues: E9 reads minute rollups and probes the
+// values only for the timestamps; with values from a small set (ties everywhere, also
+// between variables inside one minute) and range ends inside minutes, every
+// aggregation and both join modes equal the answer computed here from the values.
+func TestAggregationFromSummariesMatchesValues(t *testing.T) {
+	c := env.Client(t).As(env.NewAccount(t))
+	rng := rand.New(rand.NewPCG(5, 5))
+	const t0 = int64(1767225600000) // 2026-01-01T00:00Z
+	series := make([][]testenv.Point, 2)
+	ids := make([]string, 2)
+	for v := range series {
+		ts := t0
+		for range 1500 {
+			ts += 1 + rng.Int64N(6_000)
+			series[v] = append(series[v], testenv.Point{TS: ts, Value: float64(rng.IntN(7)) - 3})
+		}
+		ids[v] = env.Seed(t, c.Token, "ties", fmt.Sprintf("v%d", v), series[v]).VariableID
+	}
+	// the second variable reaches the extremes earlier inside a minute where the first
+	// one reaches them too, so only probed timestamps can break the tie across them
+	series[0][700].Value, series[0][701].Value = 9, -9
+	m := series[0][700].TS / 60_000 * 60_000
+	extra := []testenv.Point{{TS: m + 1, Value: 9}, {TS: m + 2, Value: -9}}
+	if r := c.Post("/api/v1.6/variables/"+ids[1]+"/values", []map[string]any{
+		{"timestamp": extra[0].TS, "value": 9}, {"timestamp": extra[1].TS, "value": -9}}); r.Status != 201 {
+		t.Fatalf("post: %d %s", r.Status, r.Body)
+	}
+	series[1] = append(series[1], extra...)
+	if r := c.Post("/api/v1.6/variables/"+ids[0]+"/values", []map[string]any{
+		{"timestamp": series[0][700].TS, "value": 9}, {"timestamp": series[0][701].TS, "value": -9}}); r.Status != 201 {
+		t.Fatalf("post: %d %s", r.Status, r.Body)
+	}
+	start, end := t0+30_500, series[0][1400].TS+17
+	for _, agg := range []string{"mean", "sum", "count", "min", "max"} {
+		for _, join := range []bool{false, true} {
+			r := c.Post(aggregationPath, map[string]any{"variables": ids, "aggregation": agg, "join_dataframes": join,
+				"start": start, "end": end})
+			if r.Status != 200 {
+				t.Fatalf("%s join=%v: %d %s", agg, join, r.Status, r.Body)
+			}
+			var got struct {
+				Results json.RawMessage `json:"results"`
+			}
+			if err := json.Unmarshal(r.Body, &got); err != nil {
+				t.Fatal(err)
+			}
+			want := referenceAggregation(series, start, end, agg, join)
+			if err := sameResults(decodeNumbers(t, want), decodeNumbers(t, got.Results)); err != nil {
+				t.Fatalf("%s join=%v: %v\n got %s\nwant %s", agg, join, err, got.Results, want)
+			}
+		}
+	}
+}
+
+// referenceAggregation is E9 computed from the values: the value, and the latest
+// timestamp in range (mean, sum, count) or the earliest reaching the extreme (min, max).
+func referenceAggregation(series [][]testenv.Point, start, end int64, agg string, join bool) []byte {
+	one := func(pts []testenv.Point) []any {
+		var n int
+		var sum float64
+		var last, ext testenv.Point
+		for _, p := range pts {
+			if p.TS < start || p.TS > end {
+				continue
+			}
+			better := n == 0 || (agg == "min" && (p.Value < ext.Value || p.Value == ext.Value && p.TS < ext.TS)) ||
+				(agg == "max" && (p.Value > ext.Value || p.Value == ext.Value && p.TS < ext.TS))
+			if better {
+				ext = p
+			}
+			if n == 0 || p.TS > last.TS {
+				last = p
+			}
+			n++
+			sum += p.Value
+		}
+		switch {
+		case n == 0:
+			return []any{}
+		case agg == "min" || agg == "max":
+			return []any{[]any{ext.TS, ext.Value}}
+		}
+		v := map[string]float64{"mean": sum / float64(n), "sum": sum, "count": float64(n)}[agg]
+		return []any{[]any{last.TS, v}}
+	}
+	var out []any
+	if join {
+		var all []testenv.Point
+		for _, s := range series {
+			all = append(all, s...)
+		}
+		out = one(all)
+	} else {
+		for _, s := range series {
+			out = append(out, one(s))
+		}
+	}
+	b, _ := json.Marshal(out)
+	return b
+}

@@ -8,12 +8,29 @@ vars AS (
   JOIN variables v ON v.public_id = req.public_id AND v.account_id = ?
 ),
 pts AS (
-  SELECT vars.ord, p.ts, p.value
+  SELECT vars.ord, p.ts, p.n, p.sum, p.min, p.max
   FROM vars
-  JOIN "values" p ON p.variable_id = vars.id AND p.ts >= ? AND p.ts <= ?
+  CROSS JOIN LATERAL (
+    SELECT m.minute AS ts, m.n, m.sum, m.min, m.max
+    FROM value_minutes m
+    WHERE m.variable_id = vars.id AND m.minute >= ? AND m.minute < ?::timestamptz
+    UNION ALL
+    SELECT x.ts, 1 AS n, x.value AS sum, x.value AS min, x.value AS max
+    FROM "values" x
+    WHERE x.variable_id = vars.id AND x.ts >= ? AND x.ts <= ? AND x.ts < ?
+    UNION ALL
+    SELECT x.ts, 1 AS n, x.value AS sum, x.value AS min, x.value AS max
+    FROM "values" x
+    WHERE x.variable_id = vars.id AND x.ts >= ? AND x.ts <= ? AND x.ts >= greatest(?::timestamptz, ?::timestamptz)
+  ) p
+),
+latest AS (
+  SELECT vars.ord, l.ts FROM vars CROSS JOIN LATERAL (
+    SELECT x.ts FROM "values" x WHERE x.variable_id = vars.id AND x.ts >= ? AND x.ts <= ?
+    ORDER BY x.ts DESC LIMIT 1) l
 ),
 result AS (
-  SELECT 0 AS ord, max(ts) AS ts, avg(value) AS value FROM pts HAVING count(*) > 0
+  SELECT 0 AS ord, (SELECT max(ts) FROM latest) AS ts, sum(sum) / sum(n) AS value FROM pts HAVING count(*) > 0
 )
 SELECT r.ord, NULL::bigint AS ts, NULL::float8 AS value
 FROM req r

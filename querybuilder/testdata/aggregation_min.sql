@@ -8,17 +8,24 @@ vars AS (
   JOIN variables v ON v.public_id = req.public_id AND v.account_id = ?
 ),
 pts AS (
-  SELECT vars.ord, p.ts, p.value
+  SELECT vars.ord, p.ts, p.n, p.sum, p.min, p.max
   FROM vars
   CROSS JOIN LATERAL (
-    SELECT ts, value FROM "values"
+    SELECT ts, 1 AS n, value AS sum, value AS min, value AS max FROM "values"
     WHERE variable_id = vars.id
     ORDER BY ts DESC
     LIMIT 100
   ) p
 ),
 result AS (
-  SELECT DISTINCT ON (ord) ord, ts, value FROM pts ORDER BY ord, value ASC, ts
+  SELECT e.ord, coalesce(t.ts, e.ts) AS ts, e.value
+  FROM (SELECT ord, first(ts, ROW(min, ts)) AS ts, min(min) AS value FROM pts GROUP BY ord) e
+  JOIN vars ON vars.ord = e.ord
+  LEFT JOIN LATERAL (
+    SELECT x.ts FROM "values" x
+    WHERE x.variable_id = vars.id AND x.ts >= e.ts AND x.ts < e.ts + interval '1 minute' AND x.value = e.value
+    ORDER BY x.ts LIMIT 1
+  ) t ON true
 )
 SELECT r.ord, NULL::bigint AS ts, NULL::float8 AS value
 FROM req r
