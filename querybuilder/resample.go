@@ -287,7 +287,7 @@ func Aggregation(r AggregationRequest) (Query, error) {
 ) e ORDER BY value ` + dir + `, ts LIMIT 1`)
 		}
 	case r.Join:
-		result = sq.Expr(`SELECT 0 AS ord, (SELECT max(ts) FROM latest) AS ts, `+agg+` AS value FROM pts HAVING count(*) > 0`)
+		result = sq.Expr(`SELECT 0 AS ord, (SELECT max(ts) FROM latest) AS ts, ` + agg + ` AS value FROM pts HAVING count(*) > 0`)
 	default:
 		result = sq.Expr(`SELECT a.ord, l.ts, a.value
   FROM (SELECT ord, ` + agg + ` AS value FROM pts GROUP BY ord) a
