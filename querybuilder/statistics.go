@@ -127,7 +127,7 @@ func Statistics(r StatisticsRequest) (Query, error) {
 	switch {
 	case endsOnly(aggs):
 		b, cols = endpointProbes(b, aggs, start, end)
-	case additiveOnly(aggs):
+	case summarizable(aggs):
 		b, cols = summaryScan(b, aggs, start, end)
 	default:
 		b, cols = aggregateScan(b, aggs, start, end)
@@ -190,34 +190,56 @@ func endpointProbes(b sq.SelectBuilder, aggs []string, start, end time.Time) (sq
 	return b, append(cols, strings.Join(found, " OR ")+" AS "+ColHasData)
 }
 
-// additiveOnly tells whether every requested aggregation adds up from per-minute
-// rollups (count, sum, mean): then whole minutes need not be read value by value.
-func additiveOnly(aggs []string) bool {
+// summarizable tells whether no requested aggregation needs every value (std and the
+// percentiles do): the others come from per-minute rollups and index probes.
+func summarizable(aggs []string) bool {
 	for _, a := range aggs {
-		if a != AggCount && a != AggSum && a != AggMean {
+		if a == AggStd || percentiles[a] != "" {
 			return false
 		}
 	}
 	return true
 }
 
-// summaryScan answers count, sum and mean from the range's summaries (minutes.go).
+// summaryScan answers from the range's summaries (minutes.go): count, sum and mean add
+// up; min and max are the extreme of the summary rows with the earliest row holding it,
+// then the earliest value equal to it inside that row (a minute at most) from an index
+// probe, since a variable's rows cover disjoint stretches of time. First and last are
+// the probes of endpointProbes.
 func summaryScan(b sq.SelectBuilder, aggs []string, start, end time.Time) (sq.SelectBuilder, []string) {
 	exprs := []string{"coalesce(sum(x.n), 0) AS " + ColN}
 	out := []string{"s.n > 0 AS " + ColHasData, "s." + ColN}
+	var probes []string
 	for _, a := range aggs {
 		switch a {
 		case AggSum:
 			exprs, out = append(exprs, "sum(x.sum) AS sum_value"), append(out, "s.sum_value")
 		case AggMean:
 			exprs, out = append(exprs, "sum(x.sum) / sum(x.n) AS mean_value"), append(out, "s.mean_value")
+		case AggMin, AggMax:
+			order := map[string]string{AggMin: "ROW(x.min, x.ts)", AggMax: "ROW(-x.max, x.ts)"}[a]
+			exprs = append(exprs, fmt.Sprintf("%s(x.%s) AS %s_value", a, a, a), fmt.Sprintf("first(x.ts, %s) AS %s_row", order, a))
+			out = append(out, fmt.Sprintf("s.%s_value", a), fmt.Sprintf("coalesce(%s_at.ts, s.%s_row) AS %s_ts", a, a, a))
+			probes = append(probes, a)
+		case AggFirst, AggLast:
+			var cols []string
+			b, cols = endpointProbes(b, []string{a}, start, end)
+			out = append(out, cols[:2]...) // not the probe's has_data: n tells
 		}
 	}
-	return b.JoinClause(sq.ConcatExpr("LEFT JOIN LATERAL (\n    SELECT "+strings.Join(exprs, ",\n           ")+`
+	b = b.JoinClause(sq.ConcatExpr("LEFT JOIN LATERAL (\n    SELECT "+strings.Join(exprs, ",\n           ")+`
     FROM (
     `, summaries("v.id", &start, &end), `
     ) x
-) s ON true`)), out
+) s ON true`))
+	for _, a := range probes {
+		b = b.JoinClause(fmt.Sprintf(`LEFT JOIN LATERAL (
+    SELECT y.ts FROM "values" y
+    WHERE y.variable_id = v.id AND y.ts >= s.%[1]s_row AND y.ts < s.%[1]s_row + interval '1 minute' AND y.value = s.%[1]s_value
+    ORDER BY y.ts LIMIT 1
+) %[1]s_at ON true`, a))
+	}
+	return b, out
 }
 
 // aggregateScan computes every requested aggregation in one pass over the range.

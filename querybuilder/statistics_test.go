@@ -29,6 +29,7 @@ func TestStatisticsGolden(t *testing.T) {
 		{"count_only", statsRequest([]string{AggCount})},
 		{"percentiles_only", statsRequest([]string{AggP75, AggP25})},
 		{"first_last_only", statsRequest([]string{AggFirst, AggLast})},
+		{"no_std_no_percentiles", statsRequest([]string{AggLast, AggMax, AggCount})},
 		{"labels", statsRequest([]string{AggMin, AggMax, AggMean},
 			VariableRef{VariableLabel: "temperature", DeviceLabel: "kitchen"},
 			VariableRef{VariableLabel: "humidity", DeviceID: "0123456789abcdef01234567"},
@@ -190,17 +191,20 @@ func TestStatisticsInjection(t *testing.T) {
 	}
 }
 
-// TestStatisticsAdditiveReadsMinutes: count, sum and mean alone read the minute
-// rollups; any other aggregation needs every value, so the rollups are not read.
-func TestStatisticsAdditiveReadsMinutes(t *testing.T) {
+// TestStatisticsReadsMinutesUnlessStdOrPercentiles: without std and percentiles the
+// statement reads minute rollups; either of them needs every value, so then the
+// rollups are not read at all.
+func TestStatisticsReadsMinutesUnlessStdOrPercentiles(t *testing.T) {
 	for _, tc := range []struct {
 		aggs    []string
 		minutes bool
 	}{
 		{[]string{AggCount}, true},
 		{[]string{AggSum, AggMean}, true},
+		{[]string{AggCount, AggMin}, true},
+		{[]string{AggFirst, AggMax, AggMean, AggLast}, true},
 		{[]string{AggCount, AggStd}, false},
-		{[]string{AggCount, AggMin}, false},
+		{[]string{AggMin, AggP50}, false},
 		{Aggregations, false},
 	} {
 		q, err := Statistics(statsRequest(tc.aggs))
@@ -209,6 +213,9 @@ func TestStatisticsAdditiveReadsMinutes(t *testing.T) {
 		}
 		if got := strings.Contains(q.SQL, "value_minutes"); got != tc.minutes {
 			t.Errorf("%v: reads value_minutes = %v, want %v", tc.aggs, got, tc.minutes)
+		}
+		if _, err := q.Inline(); err != nil {
+			t.Errorf("%v: %v", tc.aggs, err)
 		}
 	}
 }

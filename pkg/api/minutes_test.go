@@ -143,7 +143,7 @@ func denseAcrossEpoch(n int) []testenv.Point {
 	ts := int64(94_694_400_000) - 40*60_000 // 1972-12-31T23:20Z
 	for i := range pts {
 		ts += 1 + rng.Int64N(7_000)
-		pts[i] = testenv.Point{TS: ts, Value: float64(rng.IntN(2001)-1000) / 8}
+		pts[i] = testenv.Point{TS: ts, Value: float64(rng.IntN(9)-4) / 2} // ties everywhere
 	}
 	return pts
 }
@@ -161,19 +161,26 @@ func TestSummariesMatchRawValues(t *testing.T) {
 		{first, last},
 		{first + 61_234, last - 47_890}, // both ends inside minutes
 		{minute + 1, minute + 59_998},   // inside one minute
+		{minute, last},                  // from the start of a minute: the extremes lie in rollups
 		{94_694_400_000 - 123_456, 94_694_400_000 + 7_654_321},
 	}
 	for _, rg := range ranges {
 		t.Run(fmt.Sprintf("%d..%d", rg[0], rg[1]), func(t *testing.T) {
 			ref := referenceStats(pts, rg[0], rg[1])
 			ans := postStats(t, c, statsBody{"start": rg[0], "end": rg[1], "variables": []any{statsBody{"variable": s.VariableID}},
-				"aggregations": []string{"count", "sum", "mean"}})
+				"aggregations": []string{"count", "sum", "mean", "min", "max", "first", "last"}})
 			res := entry(t, ans, 0)["results"].(map[string]any)
-			checkAgg(t, res, "count", float64(ref.n), nil)
-			if ref.n > 0 {
-				checkAgg(t, res, "sum", ref.sum, nil)
-				checkAgg(t, res, "mean", ref.mean, nil)
+			if ref.n == 0 {
+				t.Fatalf("range holds no values; the fixture should hold some")
 			}
+			checkAgg(t, res, "count", float64(ref.n), nil)
+			checkAgg(t, res, "sum", ref.sum, nil)
+			checkAgg(t, res, "mean", ref.mean, nil)
+			// min and max with the earliest of their many holders
+			checkAgg(t, res, "min", ref.min.Value, &ref.min.TS)
+			checkAgg(t, res, "max", ref.max.Value, &ref.max.TS)
+			checkAgg(t, res, "first", ref.first.Value, &ref.first.TS)
+			checkAgg(t, res, "last", ref.last.Value, &ref.last.TS)
 			checkResampleAgainstValues(t, c, s.VariableID, pts, rg, "5T", 5*60_000, time.UTC)
 		})
 	}

@@ -14,9 +14,9 @@ WITH req AS (
        s.n > 0 AS has_data,
        s.n,
        s.min_value,
-       s.min_ts,
+       coalesce(min_at.ts, s.min_row) AS min_ts,
        s.max_value,
-       s.max_ts,
+       coalesce(max_at.ts, s.max_row) AS max_ts,
        s.mean_value FROM req r LEFT JOIN LATERAL (
     SELECT v.id, v.public_id, v.label, v.name, v.created_at,
            d.public_id AS device_public_id, d.label AS device_label, d.name AS device_name, d.created_at AS device_created_at
@@ -35,12 +35,31 @@ WITH req AS (
     FROM devices d JOIN variables v ON v.device_id = d.id AND v.label = r.variable_label
     WHERE d.account_id = ? AND r.variable_id = '' AND d.label = r.device_label
 ) v ON true LEFT JOIN LATERAL (
-    SELECT count(*) AS n,
-           min(x.value) AS min_value,
-           first(x.ts, ROW(x.value, x.ts)) AS min_ts,
-           max(x.value) AS max_value,
-           first(x.ts, ROW(-x.value, x.ts)) AS max_ts,
-           avg(x.value) AS mean_value
+    SELECT coalesce(sum(x.n), 0) AS n,
+           min(x.min) AS min_value,
+           first(x.ts, ROW(x.min, x.ts)) AS min_row,
+           max(x.max) AS max_value,
+           first(x.ts, ROW(-x.max, x.ts)) AS max_row,
+           sum(x.sum) / sum(x.n) AS mean_value
+    FROM (
+    SELECT m.minute AS ts, m.n, m.sum, m.min, m.max
+    FROM value_minutes m
+    WHERE m.variable_id = v.id AND m.minute >= ? AND m.minute < ?::timestamptz
+    UNION ALL
+    SELECT x.ts, 1 AS n, x.value AS sum, x.value AS min, x.value AS max
     FROM "values" x
-    WHERE x.variable_id = v.id AND x.ts BETWEEN ? AND ?
-) s ON true ORDER BY r.ord
+    WHERE x.variable_id = v.id AND x.ts >= ? AND x.ts <= ? AND x.ts < ?
+    UNION ALL
+    SELECT x.ts, 1 AS n, x.value AS sum, x.value AS min, x.value AS max
+    FROM "values" x
+    WHERE x.variable_id = v.id AND x.ts >= ? AND x.ts <= ? AND x.ts >= greatest(?::timestamptz, ?::timestamptz)
+    ) x
+) s ON true LEFT JOIN LATERAL (
+    SELECT y.ts FROM "values" y
+    WHERE y.variable_id = v.id AND y.ts >= s.min_row AND y.ts < s.min_row + interval '1 minute' AND y.value = s.min_value
+    ORDER BY y.ts LIMIT 1
+) min_at ON true LEFT JOIN LATERAL (
+    SELECT y.ts FROM "values" y
+    WHERE y.variable_id = v.id AND y.ts >= s.max_row AND y.ts < s.max_row + interval '1 minute' AND y.value = s.max_value
+    ORDER BY y.ts LIMIT 1
+) max_at ON true ORDER BY r.ord

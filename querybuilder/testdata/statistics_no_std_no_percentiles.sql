@@ -1,0 +1,63 @@
+WITH req AS (
+    SELECT *
+    FROM unnest(?::text[], ?::text[], ?::text[], ?::text[]) WITH ORDINALITY
+        AS r(variable_id, variable_label, device_id, device_label, ord)
+) SELECT r.ord AS ord,
+       v.public_id AS variable_id,
+       v.label AS variable_label,
+       v.name AS variable_name,
+       v.created_at AS variable_created_at,
+       v.device_public_id AS device_id,
+       v.device_label,
+       v.device_name,
+       v.device_created_at,
+       s.n > 0 AS has_data,
+       s.n,
+       l.value AS last_value,
+       l.ts AS last_ts,
+       s.max_value,
+       coalesce(max_at.ts, s.max_row) AS max_ts FROM req r LEFT JOIN LATERAL (
+    SELECT v.id, v.public_id, v.label, v.name, v.created_at,
+           d.public_id AS device_public_id, d.label AS device_label, d.name AS device_name, d.created_at AS device_created_at
+    FROM variables v JOIN devices d ON d.id = v.device_id
+    WHERE v.account_id = ? AND v.public_id = r.variable_id
+      AND (r.device_id = '' OR d.public_id = r.device_id)
+      AND (r.device_label = '' OR d.label = r.device_label)
+    UNION ALL
+    SELECT v.id, v.public_id, v.label, v.name, v.created_at,
+           d.public_id, d.label, d.name, d.created_at
+    FROM devices d JOIN variables v ON v.device_id = d.id AND v.label = r.variable_label
+    WHERE d.account_id = ? AND r.variable_id = '' AND d.public_id = r.device_id
+    UNION ALL
+    SELECT v.id, v.public_id, v.label, v.name, v.created_at,
+           d.public_id, d.label, d.name, d.created_at
+    FROM devices d JOIN variables v ON v.device_id = d.id AND v.label = r.variable_label
+    WHERE d.account_id = ? AND r.variable_id = '' AND d.label = r.device_label
+) v ON true LEFT JOIN LATERAL (
+    SELECT x.value, x.ts
+    FROM "values" x
+    WHERE x.variable_id = v.id AND x.ts BETWEEN ? AND ?
+    ORDER BY x.ts DESC
+    LIMIT 1
+) l ON true LEFT JOIN LATERAL (
+    SELECT coalesce(sum(x.n), 0) AS n,
+           max(x.max) AS max_value,
+           first(x.ts, ROW(-x.max, x.ts)) AS max_row
+    FROM (
+    SELECT m.minute AS ts, m.n, m.sum, m.min, m.max
+    FROM value_minutes m
+    WHERE m.variable_id = v.id AND m.minute >= ? AND m.minute < ?::timestamptz
+    UNION ALL
+    SELECT x.ts, 1 AS n, x.value AS sum, x.value AS min, x.value AS max
+    FROM "values" x
+    WHERE x.variable_id = v.id AND x.ts >= ? AND x.ts <= ? AND x.ts < ?
+    UNION ALL
+    SELECT x.ts, 1 AS n, x.value AS sum, x.value AS min, x.value AS max
+    FROM "values" x
+    WHERE x.variable_id = v.id AND x.ts >= ? AND x.ts <= ? AND x.ts >= greatest(?::timestamptz, ?::timestamptz)
+    ) x
+) s ON true LEFT JOIN LATERAL (
+    SELECT y.ts FROM "values" y
+    WHERE y.variable_id = v.id AND y.ts >= s.max_row AND y.ts < s.max_row + interval '1 minute' AND y.value = s.max_value
+    ORDER BY y.ts LIMIT 1
+) max_at ON true ORDER BY r.ord
