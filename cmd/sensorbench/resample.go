@@ -40,7 +40,26 @@ func benchResample(ctx context.Context, h *benchharness.Harness, s series) error
 		fmt.Printf("  %-8s HTTP %8.1f ms   floor %8.1f ms   overhead %+5.1f%% (target ≤ 10%%)   naive %8.1f ms = %.1f× slower (target ≥ 10×)\n",
 			c.period+" "+c.agg, ms(viaHTTP), ms(floor), 100*(ms(viaHTTP)/ms(floor)-1), ms(naive), ms(naive)/ms(viaHTTP))
 	}
-	fmt.Println()
+	return benchAggregation(ctx, h, s)
+}
+
+// benchAggregation: E9 mean over the year, next to its floor.
+func benchAggregation(ctx context.Context, h *benchharness.Harness, s series) error {
+	body := fmt.Sprintf(`{"variables":["%s"],"aggregation":"mean","start":%d,"end":%d}`,
+		s.variableID, s.start.UnixMilli(), s.end.UnixMilli())
+	viaHTTP, floor, err := benchQuery(ctx, h, s.token, queryCase{name: "E9 mean", path: "/api/v1.6/data/stats/aggregation", body: body,
+		compile: func() (querybuilder.Query, error) {
+			req, err := analytics.ParseAggregation([]byte(body), s.account)
+			if err != nil {
+				return querybuilder.Query{}, err
+			}
+			return querybuilder.Aggregation(req.Query)
+		}})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("  %-8s HTTP %8.1f ms   floor %8.1f ms   overhead %+5.1f%% (aggregation E9, same range)\n\n",
+		"mean", ms(viaHTTP), ms(floor), 100*(ms(viaHTTP)/ms(floor)-1))
 	return nil
 }
 
