@@ -18,7 +18,7 @@ func benchResample(ctx context.Context, h *benchharness.Harness, s series) error
 		period, agg string
 		width       time.Duration
 	}{{"1H", "mean", time.Hour}, {"1D", "max", 24 * time.Hour}}
-	fmt.Printf("resample (E8) over %d points, median of %d runs:\n", s.points, queryRuns)
+	fmt.Printf("resample (E8) over %d points, median of ≥ %d runs (more for fast queries):\n", s.points, queryRuns)
 	for _, c := range cases {
 		body := fmt.Sprintf(`{"variables":["%s"],"aggregation":"%s","period":"%s","start":%d,"end":%d,"tz":"UTC"}`,
 			s.variableID, c.agg, c.period, s.start.UnixMilli(), s.end.UnixMilli())
@@ -63,7 +63,7 @@ func benchAggregation(ctx context.Context, h *benchharness.Harness, s series) er
 	return nil
 }
 
-// measureOne is the median of queryRuns runs of one function.
+// measureOne is the median of at least queryRuns runs of one function (measurePair).
 func measureOne(run func() error) (time.Duration, error) {
 	d, _, err := measurePair(run, func() error { return nil })
 	return d, err

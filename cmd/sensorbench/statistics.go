@@ -17,7 +17,7 @@ func benchStatistics(ctx context.Context, h *benchharness.Harness, s series) err
 		// everything minute rollups and probes can answer (docs/queries.md)
 		{"all but std and pXX", `,"aggregations":["first","last","min","max","count","sum","mean"]`},
 	}
-	fmt.Printf("statistics (E7) over %d points, median of %d runs:\n", s.points, queryRuns)
+	fmt.Printf("statistics (E7) over %d points, median of ≥ %d runs (more for fast queries):\n", s.points, queryRuns)
 	var all, count float64
 	for i, c := range cases {
 		body := fmt.Sprintf(`{"start":%d,"end":%d,"variables":[{"variable":"%s"}]%s}`,
