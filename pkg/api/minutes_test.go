@@ -107,6 +107,12 @@ func TestMinuteRollupsFollowEveryWrite(t *testing.T) {
 		t.Fatalf("delete range: %d %s", r.Status, r.Body)
 	}
 	check("range delete")
+	// a delete of one whole minute: its rollup must go, not stay with n = 0
+	whole := t0 + 3*60_000 // holds values of the first batch and of the racing writers
+	if r := c.Delete(fmt.Sprintf("/api/v1.6/variables/%s/values/%d/%d", id, whole, whole+59_999)); r.Status != 204 && r.Status != 200 {
+		t.Fatalf("delete minute: %d %s", r.Status, r.Body)
+	}
+	check("one-minute delete")
 	var left int
 	_ = env.DB.NewRaw(`SELECT count(*) FROM value_minutes m JOIN variables v ON v.id = m.variable_id
 		WHERE v.public_id = ? AND m.minute > to_timestamp(?::float8 / 1000) AND m.minute + INTERVAL '1 minute' <= to_timestamp(?::float8 / 1000)`,
