@@ -252,12 +252,39 @@ func TestStatisticsRanges(t *testing.T) {
 		ans := postStats(t, c, statsBody{"start": p.TS, "end": p.TS, "variables": []any{one}})
 		checkAll(t, entry(t, ans, 0)["results"].(map[string]any), referenceStats(pts, p.TS, p.TS))
 	})
-	t.Run("empty range", func(t *testing.T) {
-		r := c.Post(statsPath, statsBody{"start": pts[10].TS + 1, "end": pts[11].TS - 1, "variables": []any{one}})
-		if r.Status != 200 || !strings.Contains(string(r.Body), `"results":{},"code":200`) {
-			t.Fatalf("%d %s", r.Status, r.Body)
+	// without std and percentiles the statement reads minute rollups (docs/queries.md)
+	summarized := []string{"first", "last", "min", "max", "count", "sum", "mean"}
+	t.Run("single point from rollups", func(t *testing.T) {
+		p := pts[10]
+		ans := postStats(t, c, statsBody{"start": p.TS / 60_000 * 60_000, "end": p.TS/60_000*60_000 + 59_999,
+			"variables": []any{one}, "aggregations": summarized})
+		ref := referenceStats(pts, p.TS/60_000*60_000, p.TS/60_000*60_000+59_999)
+		if ref.n != 1 {
+			t.Fatalf("the minute of point 10 holds %d points; the fixture should hold one", ref.n)
 		}
+		got := entry(t, ans, 0)["results"].(map[string]any)
+		for _, a := range []struct {
+			name string
+			p    testenv.Point
+		}{{"first", ref.first}, {"last", ref.last}, {"min", ref.min}, {"max", ref.max}} {
+			checkAgg(t, got, a.name, a.p.Value, &a.p.TS)
+		}
+		checkAgg(t, got, "count", 1, nil)
+		checkAgg(t, got, "sum", p.Value, nil)
+		checkAgg(t, got, "mean", p.Value, nil)
 	})
+	for _, aggs := range [][]string{nil, summarized} {
+		t.Run(fmt.Sprintf("empty range %v", aggs), func(t *testing.T) {
+			body := statsBody{"start": pts[10].TS + 1, "end": pts[11].TS - 1, "variables": []any{one}}
+			if aggs != nil {
+				body["aggregations"] = aggs
+			}
+			r := c.Post(statsPath, body)
+			if r.Status != 200 || !strings.Contains(string(r.Body), `"results":{},"code":200`) {
+				t.Fatalf("%d %s", r.Status, r.Body)
+			}
+		})
+	}
 	t.Run("before all data", func(t *testing.T) {
 		ans := postStats(t, c, statsBody{"start": 0, "end": t0, "variables": []any{one}})
 		if got := entry(t, ans, 0)["results"]; len(got.(map[string]any)) != 0 {
