@@ -20,6 +20,7 @@ Usage:
   sensorapi token create --account NAME    add a token to an account; prints it
   sensorapi load [flags]                   write a reproducible data set (see load --help)
   sensorapi compile --endpoint E < req.json  print the SQL an analytics request runs
+  sensorapi rollups rebuild [--since TIME] recompute the minute rollups from the values
   sensorapi healthcheck                    exit 0 when the local server answers /healthz (container health checks)
   sensorapi help                           this text
 
@@ -42,6 +43,7 @@ var commands = map[string]command{
 	"token":       tokenCmd,
 	"load":        loadCmd,
 	"compile":     compileCmd,
+	"rollups":     rollupsCmd,
 	"healthcheck": healthcheckCmd,
 }
 

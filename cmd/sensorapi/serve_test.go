@@ -143,12 +143,28 @@ func TestHelpOnEverySubcommand(t *testing.T) {
 	// "account create --help" once created an account named "--help"; without
 	// DATABASE_URL a command that reaches the database fails instead of exiting 0
 	for _, args := range [][]string{{"serve"}, {"migrate"}, {"account"}, {"account", "create"}, {"token"},
-		{"token", "create"}, {"load"}, {"compile"}, {"healthcheck"}} {
+		{"token", "create"}, {"load"}, {"compile"}, {"healthcheck"}, {"rollups"}, {"rollups", "rebuild"}} {
 		cmd := exec.Command(bin, append(args, "--help")...)
 		cmd.Env = append(os.Environ(), "DATABASE_URL=")
 		out, err := cmd.CombinedOutput()
 		if err != nil || !strings.Contains(string(out), "Usage: sensorapi "+args[0]) || !strings.Contains(string(out), "Example") {
 			t.Errorf("%v --help: %v\n%s", args, err, out)
 		}
+	}
+}
+
+// TestRollupsRebuild: the command runs against a database with data and reports success.
+func TestRollupsRebuild(t *testing.T) {
+	bin := buildBinary(t)
+	cmd := exec.Command(bin, "rollups", "rebuild", "--since", "2026-01-01T00:00:00Z")
+	cmd.Env = append(os.Environ(), "DATABASE_URL="+env.DSN)
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "minute rollups rebuilt") {
+		t.Fatalf("rollups rebuild: %v\n%s", err, out)
+	}
+	bad := exec.Command(bin, "rollups", "rebuild", "--since", "yesterday")
+	bad.Env = cmd.Env
+	if out, err := bad.CombinedOutput(); err == nil || !strings.Contains(string(out), "--since") {
+		t.Fatalf("a bad --since is accepted: %v\n%s", err, out)
 	}
 }
