@@ -26,10 +26,9 @@ func summaryColumns(prefix string) string {
 
 // summaries selects rows (ts, n, sum, min, max) that together hold exactly the values
 // of the variable whose key is the SQL expression key in [start, end] (the range rules
-// of inRange): a rollup row (ts = its minute) per whole minute
-// from rollupEpoch on, and a row per raw value (n = 1) in the rest of the range. The
-// branches exclude each other by ts, and each is one range scan of an index on
-// (variable, time).
+// of inRange): a rollup row (ts = its minute) per whole minute from rollupEpoch on,
+// and a row per raw value (n = 1) in the rest of the range. The branches exclude each
+// other by ts, and each is one range scan of an index on (variable, time).
 func summaries(key string, start, end *time.Time) sq.Sqlizer {
 	lo := rollupEpoch
 	if start != nil {
