@@ -153,14 +153,33 @@ func TestHelpOnEverySubcommand(t *testing.T) {
 	}
 }
 
-// TestRollupsRebuild: the command runs against a database with data and reports success.
+// TestRollupsRebuild: the command puts back a minute rollup that went missing (a value
+// written around the write path) and refuses a bad --since.
 func TestRollupsRebuild(t *testing.T) {
 	bin := buildBinary(t)
+	ctx := context.Background()
+	s := env.Seed(t, env.AdminToken, "rebuild-cli", "v", []testenv.Point{{TS: 1_767_225_600_000, Value: 1}})
+	if _, err := env.DB.ExecContext(ctx, `INSERT INTO "values" (variable_id, ts, value) VALUES (?, '2026-01-01T00:05:00Z', 2)`,
+		s.VariableKey); err != nil {
+		t.Fatal(err)
+	}
+	minutes := func() (n int) {
+		if err := env.DB.NewRaw(`SELECT count(*) FROM value_minutes WHERE variable_id = ?`, s.VariableKey).Scan(ctx, &n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := minutes(); n != 1 {
+		t.Fatalf("%d rollups before the rebuild, want the seeded one", n)
+	}
 	cmd := exec.Command(bin, "rollups", "rebuild", "--since", "2026-01-01T00:00:00Z")
 	cmd.Env = append(os.Environ(), "DATABASE_URL="+env.DSN)
 	out, err := cmd.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "minute rollups rebuilt") {
 		t.Fatalf("rollups rebuild: %v\n%s", err, out)
+	}
+	if n := minutes(); n != 2 {
+		t.Fatalf("%d rollups after the rebuild, want 2\n%s", n, out)
 	}
 	bad := exec.Command(bin, "rollups", "rebuild", "--since", "yesterday")
 	bad.Env = cmd.Env

@@ -119,7 +119,6 @@ func deleteMinutes(ctx context.Context, tx pgx.Tx, key int64, start, end time.Ti
 // the rollups during a rolling upgrade, or rows loaded into "values" by hand.
 // progress, when not nil, is called after each variable.
 func (s *Store) RebuildMinutes(ctx context.Context, since time.Time, progress func(done, total int)) error {
-	since = time.UnixMilli(minuteOf(since.UnixMilli())).UTC()
 	rows, err := s.Pool.Query(ctx, `SELECT id FROM variables ORDER BY id`)
 	if err != nil {
 		return fmt.Errorf("rebuild minute rollups: list variables: %w", err)
@@ -129,8 +128,8 @@ func (s *Store) RebuildMinutes(ctx context.Context, since time.Time, progress fu
 		return fmt.Errorf("rebuild minute rollups: list variables: %w", err)
 	}
 	for i, id := range ids {
-		if err := pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error { return rebuildVariable(ctx, tx, id, since) }); err != nil {
-			return fmt.Errorf("rebuild minute rollups of variable %d: %w", id, err)
+		if err := s.RebuildVariable(ctx, id, since); err != nil {
+			return err
 		}
 		if progress != nil {
 			progress(i+1, len(ids))
@@ -139,17 +138,26 @@ func (s *Store) RebuildMinutes(ctx context.Context, since time.Time, progress fu
 	return nil
 }
 
-func rebuildVariable(ctx context.Context, tx pgx.Tx, id int64, since time.Time) error {
-	// a variable deleted meanwhile locks no row: its values and rollups are gone
-	if _, err := tx.Exec(ctx, `SELECT FROM variables WHERE id = $1 FOR NO KEY UPDATE`, id); err != nil {
+// RebuildVariable recomputes one variable's minute rollups from the minute holding
+// since on, in one transaction under the writers' lock.
+func (s *Store) RebuildVariable(ctx context.Context, id int64, since time.Time) error {
+	since = time.UnixMilli(minuteOf(since.UnixMilli())).UTC()
+	err := pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
+		// a variable deleted meanwhile locks no row: its values and rollups are gone
+		if _, err := tx.Exec(ctx, `SELECT FROM variables WHERE id = $1 FOR NO KEY UPDATE`, id); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM value_minutes WHERE variable_id = $1 AND minute >= $2`, id, since); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO value_minutes (variable_id, minute, n, sum, min, max)
+			SELECT variable_id, time_bucket(INTERVAL '1 minute', ts), count(*), sum(value), min(value), max(value)
+			FROM "values" WHERE variable_id = $1 AND ts >= $2
+			GROUP BY 1, 2`, id, since)
 		return err
+	})
+	if err != nil {
+		return fmt.Errorf("rebuild minute rollups of variable %d: %w", id, err)
 	}
-	if _, err := tx.Exec(ctx, `DELETE FROM value_minutes WHERE variable_id = $1 AND minute >= $2`, id, since); err != nil {
-		return err
-	}
-	_, err := tx.Exec(ctx, `INSERT INTO value_minutes (variable_id, minute, n, sum, min, max)
-		SELECT variable_id, time_bucket(INTERVAL '1 minute', ts), count(*), sum(value), min(value), max(value)
-		FROM "values" WHERE variable_id = $1 AND ts >= $2
-		GROUP BY 1, 2`, id, since)
-	return err
+	return nil
 }

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/uptrace/bun/dialect/pgdialect"
+
+	"github.com/sensordata/sensorapi/pkg/ingest"
 )
 
 // Point is one stored value for Seed.
@@ -61,11 +63,8 @@ func (e *Env) Seed(t testing.TB, token, device, variable string, points []Point)
 		t.Fatalf("seed: values: %v", err)
 	}
 	// the invariant the write path keeps: value_minutes summarizes "values"
-	_, err = e.DB.NewRaw(`INSERT INTO value_minutes (variable_id, minute, n, sum, min, max)
-		SELECT variable_id, time_bucket(INTERVAL '1 minute', ts), count(*), sum(value), min(value), max(value)
-		FROM "values" WHERE variable_id = ? GROUP BY 1, 2`, s.VariableKey).Exec(ctx)
-	if err != nil {
-		t.Fatalf("seed: minute rollups: %v", err)
+	if err := (&ingest.Store{Pool: e.DB.Pool}).RebuildVariable(ctx, s.VariableKey, time.Time{}); err != nil {
+		t.Fatalf("seed: %v", err)
 	}
 	return s
 }
