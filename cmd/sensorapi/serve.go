@@ -62,6 +62,10 @@ Example:
 			tok, tok, portOf(cfg.Addr))
 	}
 	srv := &api.Server{DB: db, Config: cfg, Log: log, Metrics: metrics.New(db.Pool)}
+	// The pipeline outlives ctx until HTTP has finished its requests (listen returns).
+	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
+	defer func() { stop(); <-srv.Ingest.Done() }()
+	srv.Start(bg)
 	return listen(ctx, cfg.Addr, srv.Handler(), log)
 }
 

@@ -95,7 +95,7 @@ func (s *Server) authenticate(detailOnly bool) gin.HandlerFunc {
 			fail(c, apierr.NoCredentials)
 			return
 		}
-		acct, err := auth.Authenticate(c, s.DB, tok)
+		acct, err := s.Tokens.Authenticate(c, tok)
 		switch {
 		case errors.Is(err, auth.ErrBadToken):
 			fail(c, apierr.BadCredentials)

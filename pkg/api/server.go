@@ -10,8 +10,11 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/sensordata/sensorapi/pkg/auth"
 	"github.com/sensordata/sensorapi/pkg/config"
+	"github.com/sensordata/sensorapi/pkg/ingest"
 	"github.com/sensordata/sensorapi/pkg/metrics"
+	"github.com/sensordata/sensorapi/pkg/notify"
 	"github.com/sensordata/sensorapi/pkg/store"
 )
 
@@ -21,6 +24,11 @@ type Server struct {
 	Config  config.Config
 	Log     *slog.Logger
 	Metrics *metrics.Metrics
+
+	// Set by Start: shared with the MQTT broker.
+	Listener *notify.Listener
+	Tokens   *auth.Tokens
+	Ingest   *ingest.Pipeline
 
 	limits *limiters // per-token rate limits; nil when off
 }

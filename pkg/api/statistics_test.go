@@ -405,6 +405,12 @@ func TestStatisticsDecimalPlaces(t *testing.T) {
 		"WHERE t.account_id = a.id AND t.hash = sha256(convert_to(?, 'UTF8'))", tok).Exec(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	// the change reaches the instance's token cache through a notification (≤ 1 s)
+	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if got := firsts(statsBody{}); len(got) > 0 && got[0] == 2.7 {
+			break
+		}
+	}
 	check("account setting", firsts(statsBody{}), 2.7, -2.7, 1.5, -0.5, 0.1, 7)
 	check("request overrides account", firsts(statsBody{"decimalPlaces": 2}), 2.68, -2.68, 1.5, -0.5, 0.13, 7)
 }

@@ -27,9 +27,7 @@ func (s *Server) valueRoutes(v16 *gin.RouterGroup) {
 	v16.POST("/collections/values", wrap(s.postCollection))
 }
 
-func (s *Server) valueStore() *ingest.Store {
-	return &ingest.Store{Pool: s.DB.Pool, Written: func(n int) { s.Metrics.ValuesIngested.Add(float64(n)) }}
-}
+func (s *Server) valueStore() *ingest.Store { return &ingest.Store{Pool: s.DB.Pool} }
 
 // parser reads the body and prepares a dot parser; dots without a timestamp get the
 // request's ?timestamp, else the arrival time.
@@ -65,7 +63,7 @@ func (s *Server) postDevice(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.valueStore().ToDevice(c, account(c).ID, label, dots); err != nil {
+	if err := s.Ingest.ToDevice(c, account(c).ID, label, dots); err != nil {
 		return err
 	}
 	out := map[string][]gin.H{}
@@ -97,14 +95,13 @@ func (s *Server) postVariableValues(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	store, acct := s.valueStore(), account(c).ID
 	if id := c.Param("id"); id != "" {
 		if !validate.IsID(id) {
 			return apierr.NotFound("Variable '" + id + "' was not found.")
 		}
-		err = store.ToVariableID(c, acct, id, dots)
+		err = s.Ingest.ToVariableID(c, account(c).ID, id, dots)
 	} else {
-		err = s.postToLabels(c, store, dots)
+		err = s.postToLabels(c, dots)
 	}
 	if err != nil {
 		return err
@@ -122,7 +119,7 @@ func (s *Server) postVariableValues(c *gin.Context) error {
 }
 
 // postToLabels writes to /devices/<dev>/<var>/values, creating both as needed.
-func (s *Server) postToLabels(c *gin.Context, store *ingest.Store, dots []ingest.Dot) error {
+func (s *Server) postToLabels(c *gin.Context, dots []ingest.Dot) error {
 	dev, err := deviceLabel(c)
 	if err != nil {
 		return err
@@ -134,7 +131,7 @@ func (s *Server) postToLabels(c *gin.Context, store *ingest.Store, dots []ingest
 	for i := range dots {
 		dots[i].Target = v
 	}
-	return store.ToDevice(c, account(c).ID, dev, dots)
+	return s.Ingest.ToDevice(c, account(c).ID, dev, dots)
 }
 
 func isList(body []byte) bool {
@@ -160,7 +157,7 @@ func (s *Server) postCollection(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.valueStore().ToCollection(c, account(c).ID, dots); err != nil {
+	if err := s.Ingest.ToCollection(c, account(c).ID, dots); err != nil {
 		return err
 	}
 	c.JSON(http.StatusCreated, createdList(len(dots)))

@@ -9,10 +9,13 @@ import (
 	"crypto/subtle"
 	"database/sql"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 
 	"github.com/uptrace/bun"
+
+	"github.com/sensordata/sensorapi/pkg/cache"
 )
 
 // Account is the tenant a token belongs to.
@@ -175,3 +178,47 @@ func Bootstrap(ctx context.Context, db bun.IDB, fixedToken string) (string, erro
 	})
 	return newToken, err
 }
+
+// Tokens authenticates through an in-memory cache of token hash → account, so a
+// request costs no database round trip for its token. Revocations reach every
+// instance through the database's invalidation triggers (pkg/cache).
+type Tokens struct {
+	db    bun.IDB
+	cache *cache.Cache[[sha256.Size]byte, Account]
+}
+
+// NewTokens makes the cached authenticator and subscribes it to invalidations.
+func NewTokens(db bun.IDB, o cache.Options, inv *cache.Router) *Tokens {
+	t := &Tokens{db: db, cache: cache.New[[sha256.Size]byte, Account](o)}
+	inv.On("token", func(i cache.Invalidation) {
+		var k [sha256.Size]byte
+		if b, err := hex.DecodeString(i.Hash); err == nil && len(b) == len(k) {
+			copy(k[:], b)
+			t.cache.Invalidate(k)
+			return
+		}
+		t.cache.Purge() // not a hash we could have made: be safe
+	})
+	// account settings (decimal places) are copied into every entry: rare, drop all
+	inv.On("account", func(cache.Invalidation) { t.cache.Purge() })
+	return t
+}
+
+// Authenticate returns the account holding the token (a copy: callers may not share
+// the cached entry).
+func (t *Tokens) Authenticate(ctx context.Context, tok string) (*Account, error) {
+	k := sha256.Sum256([]byte(tok))
+	if a, ok := t.cache.Get(k); ok {
+		return &a, nil
+	}
+	gen := t.cache.Begin()
+	a, err := Authenticate(ctx, t.db, tok)
+	if err != nil {
+		return nil, err
+	}
+	t.cache.Fill(gen, k, *a)
+	return a, nil
+}
+
+// Purge drops every cached token (the notification listener lost its connection).
+func (t *Tokens) Purge() { t.cache.Purge() }

@@ -21,18 +21,43 @@ type Config struct {
 	QueryTimeout time.Duration // SENSORAPI_QUERY_TIMEOUT
 	RateLimit    float64       // SENSORAPI_RATE_LIMIT: requests/s per token; 0 = off
 	RateBurst    int           // SENSORAPI_RATE_BURST
+
+	Ingest Ingest
+	// CacheTTL bounds how long a token, device or variable lookup is reused even when
+	// no invalidation arrives (SENSORAPI_CACHE_TTL); CacheSize bounds each cache's
+	// entries (SENSORAPI_CACHE_SIZE).
+	CacheTTL  time.Duration
+	CacheSize int
+}
+
+// Ingest tunes the ingestion pipeline (docs/operations.md, "Ingestion pipeline").
+type Ingest struct {
+	BatchDots  int           // SENSORAPI_INGEST_BATCH_DOTS
+	QueueDots  int           // SENSORAPI_INGEST_QUEUE_DOTS
+	QueueWait  time.Duration // SENSORAPI_INGEST_QUEUE_WAIT
+	Committers int           // SENSORAPI_INGEST_COMMITTERS
+}
+
+// Defaults is the configuration with nothing set.
+func Defaults() Config {
+	return Config{
+		Addr:         ":8080",
+		MaxBodyBytes: 16 << 20,
+		QueryTimeout: 30 * time.Second,
+		Ingest:       Ingest{BatchDots: 2000, QueueDots: 100_000, QueueWait: 2 * time.Second, Committers: 2},
+		CacheTTL:     30 * time.Second,
+		CacheSize:    100_000,
+		LogLevel:     slog.LevelInfo,
+	}
 }
 
 // FromEnv reads Config, applying the documented defaults.
 func FromEnv() (Config, error) {
-	c := Config{
-		DatabaseURL:  os.Getenv("DATABASE_URL"),
-		Addr:         getenv("SENSORAPI_ADDR", ":8080"),
-		AdminToken:   os.Getenv("SENSORAPI_ADMIN_TOKEN"),
-		PublicURL:    strings.TrimRight(os.Getenv("SENSORAPI_PUBLIC_URL"), "/"),
-		MaxBodyBytes: 16 << 20,
-		QueryTimeout: 30 * time.Second,
-	}
+	c := Defaults()
+	c.DatabaseURL = os.Getenv("DATABASE_URL")
+	c.Addr = getenv("SENSORAPI_ADDR", c.Addr)
+	c.AdminToken = os.Getenv("SENSORAPI_ADMIN_TOKEN")
+	c.PublicURL = strings.TrimRight(os.Getenv("SENSORAPI_PUBLIC_URL"), "/")
 	if err := c.LogLevel.UnmarshalText([]byte(getenv("SENSORAPI_LOG_LEVEL", "info"))); err != nil {
 		return c, fmt.Errorf("SENSORAPI_LOG_LEVEL: %w", err)
 	}
@@ -43,12 +68,8 @@ func FromEnv() (Config, error) {
 		}
 		c.MaxBodyBytes = n
 	}
-	if v := os.Getenv("SENSORAPI_QUERY_TIMEOUT"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			return c, fmt.Errorf("SENSORAPI_QUERY_TIMEOUT: want a positive duration such as 30s, got %q", v)
-		}
-		c.QueryTimeout = d
+	if err := positiveDuration("SENSORAPI_QUERY_TIMEOUT", &c.QueryTimeout); err != nil {
+		return c, err
 	}
 	if v := os.Getenv("SENSORAPI_RATE_LIMIT"); v != "" {
 		f, err := strconv.ParseFloat(v, 64)
@@ -65,7 +86,68 @@ func FromEnv() (Config, error) {
 		}
 		c.RateBurst = n
 	}
-	return c, nil
+	return c, c.pipelineFromEnv()
+}
+
+// pipelineFromEnv reads the ingestion and cache knobs.
+func (c *Config) pipelineFromEnv() error {
+	for _, p := range []struct {
+		name string
+		dst  *int
+	}{
+		{"SENSORAPI_INGEST_BATCH_DOTS", &c.Ingest.BatchDots},
+		{"SENSORAPI_INGEST_QUEUE_DOTS", &c.Ingest.QueueDots},
+		{"SENSORAPI_INGEST_COMMITTERS", &c.Ingest.Committers},
+		{"SENSORAPI_CACHE_SIZE", &c.CacheSize},
+	} {
+		if err := positiveInt(p.name, p.dst); err != nil {
+			return err
+		}
+	}
+	for _, p := range []struct {
+		name string
+		dst  *time.Duration
+	}{
+		{"SENSORAPI_INGEST_QUEUE_WAIT", &c.Ingest.QueueWait},
+		{"SENSORAPI_CACHE_TTL", &c.CacheTTL},
+	} {
+		if err := positiveDuration(p.name, p.dst); err != nil {
+			return err
+		}
+	}
+	if c.Ingest.QueueDots < c.Ingest.BatchDots {
+		return fmt.Errorf("SENSORAPI_INGEST_QUEUE_DOTS (%d) must be at least SENSORAPI_INGEST_BATCH_DOTS (%d)",
+			c.Ingest.QueueDots, c.Ingest.BatchDots)
+	}
+	return nil
+}
+
+// positiveInt sets *dst from the variable when it is set.
+func positiveInt(name string, dst *int) error {
+	v := os.Getenv(name)
+	if v == "" {
+		return nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		return fmt.Errorf("%s: want a positive integer, got %q", name, v)
+	}
+	*dst = n
+	return nil
+}
+
+// positiveDuration sets *dst from the variable when it is set.
+func positiveDuration(name string, dst *time.Duration) error {
+	v := os.Getenv(name)
+	if v == "" {
+		return nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return fmt.Errorf("%s: want a positive duration such as 2s, got %q", name, v)
+	}
+	*dst = d
+	return nil
 }
 
 func getenv(k, def string) string {

@@ -34,27 +34,38 @@ type row struct {
 // ToDevice writes dots whose Target is a variable label to the device with the given
 // label, creating the device and missing variables (name = label).
 func (s *Store) ToDevice(ctx context.Context, account int64, device string, dots []Dot) error {
-	return s.inTx(ctx, func(tx pgx.Tx) ([]row, []int64, error) {
+	return s.inTx(ctx, func(tx pgx.Tx) ([]row, targets, error) {
 		dev, err := upsertDevice(ctx, tx, account, device)
 		if err != nil {
-			return nil, nil, err
+			return nil, targets{}, err
 		}
-		labels := make([]string, 0, 4)
-		for _, d := range dots {
-			if !slices.Contains(labels, d.Target) {
-				labels = append(labels, d.Target)
-			}
-		}
+		labels := variableLabels(dots)
 		ids, err := upsertVariables(ctx, tx, account, dev, labels)
 		if err != nil {
-			return nil, nil, err
+			return nil, targets{}, err
 		}
-		rows := make([]row, len(dots))
-		for i, d := range dots {
-			rows[i] = row{variable: ids[d.Target], ts: d.TS, value: d.Value, context: d.Context}
-		}
-		return rows, []int64{dev}, nil
+		return deviceRows(dots, ids), newTargets(ref{dev, device}, ids), nil
 	})
+}
+
+// variableLabels lists the distinct targets of dots, in order.
+func variableLabels(dots []Dot) []string {
+	labels := make([]string, 0, 4)
+	for _, d := range dots {
+		if !slices.Contains(labels, d.Target) {
+			labels = append(labels, d.Target)
+		}
+	}
+	return labels
+}
+
+// deviceRows resolves dots targeting variable labels through label → key.
+func deviceRows(dots []Dot, ids map[string]int64) []row {
+	rows := make([]row, len(dots))
+	for i, d := range dots {
+		rows[i] = row{variable: ids[d.Target], ts: d.TS, value: d.Value, context: d.Context}
+	}
+	return rows
 }
 
 // ToVariableID writes dots to the variable with that public id (404 if the account
@@ -63,54 +74,50 @@ func (s *Store) ToVariableID(ctx context.Context, account int64, id string, dots
 	for i := range dots {
 		dots[i].Target = id
 	}
-	return s.inTx(ctx, func(tx pgx.Tx) ([]row, []int64, error) {
-		rows, devices, missing, err := resolveIDs(ctx, tx, account, dots)
-		if err != nil {
-			return nil, nil, err
-		}
-		if len(missing) > 0 {
-			return nil, nil, apierr.NotFound(fmt.Sprintf("Variable '%s' was not found.", id))
-		}
-		return rows, devices, nil
+	return s.inTx(ctx, func(tx pgx.Tx) ([]row, targets, error) {
+		return resolveIDs(ctx, tx, account, dots, variableNotFound)
 	})
 }
 
 // ToCollection writes dots whose Target is a variable public id; an id the account does
 // not hold is a 400001 naming the item, and nothing is written.
 func (s *Store) ToCollection(ctx context.Context, account int64, dots []Dot) error {
-	return s.inTx(ctx, func(tx pgx.Tx) ([]row, []int64, error) {
-		rows, devices, missing, err := resolveIDs(ctx, tx, account, dots)
-		if err != nil {
-			return nil, nil, err
-		}
-		if len(missing) > 0 {
-			errs := apierr.Fields{}
-			for _, i := range missing {
-				errs.Add(fmt.Sprintf("%d.variable", i), "Variable not found.")
-			}
-			return nil, nil, errs.Err()
-		}
-		return rows, devices, nil
+	return s.inTx(ctx, func(tx pgx.Tx) ([]row, targets, error) {
+		return resolveIDs(ctx, tx, account, dots, itemsNotFound)
 	})
 }
 
+// variableNotFound answers a route naming one variable id the account lacks.
+func variableNotFound(dots []Dot, _ []int) error {
+	return apierr.NotFound(fmt.Sprintf("Variable '%s' was not found.", dots[0].Target))
+}
+
+// itemsNotFound answers a collection naming ids the account lacks: 400001 per item.
+func itemsNotFound(_ []Dot, missing []int) error {
+	errs := apierr.Fields{}
+	for _, i := range missing {
+		errs.Add(fmt.Sprintf("%d.variable", i), "Variable not found.")
+	}
+	return errs.Err()
+}
+
 // inTx runs resolve and then writes its rows in one transaction, retried on a deadlock
-// or serialization failure (concurrent writers to overlapping variables).
-func (s *Store) inTx(ctx context.Context, resolve func(pgx.Tx) ([]row, []int64, error)) error {
+// or serialization failure (concurrent writers to overlapping variables), and when a
+// device or variable resolved here was deleted or changed before the write locked it.
+func (s *Store) inTx(ctx context.Context, resolve func(pgx.Tx) ([]row, targets, error)) error {
 	var n int
 	var err error
 	for attempt := 0; attempt < 4; attempt++ {
 		err = pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
-			rows, devices, err := resolve(tx)
+			rows, t, err := resolve(tx)
 			if err != nil {
 				return err
 			}
 			rows = dedupe(rows)
 			n = len(rows)
-			return writeRows(ctx, tx, rows, devices)
+			return writeRows(ctx, tx, rows, t)
 		})
-		var pe *pgconn.PgError
-		if !errors.As(err, &pe) || (pe.Code != "40P01" && pe.Code != "40001") {
+		if !retryable(err) {
 			break
 		}
 	}
@@ -189,52 +196,71 @@ func upsertVariables(ctx context.Context, tx pgx.Tx, account, device int64, labe
 	return ids, nil
 }
 
-// resolveIDs maps public variable ids to keys within the account; it returns the
-// indexes of dots whose id is not the account's. A disabled device is a 423.
-func resolveIDs(ctx context.Context, tx pgx.Tx, account int64, dots []Dot) ([]row, []int64, []int, error) {
+// retryable tells whether a transaction failed only because of concurrent writers:
+// a deadlock, a serialization failure, or a target that changed under it.
+func retryable(err error) bool {
+	var pe *pgconn.PgError
+	return errors.Is(err, errStale) || (errors.As(err, &pe) && (pe.Code == "40P01" || pe.Code == "40001"))
+}
+
+// notFound builds the error for dots whose variable id the account lacks (indexes).
+type notFound func(dots []Dot, missing []int) error
+
+// resolveIDs maps public variable ids to keys within the account. Ids the account does
+// not hold are answered by missing; a disabled device is a 423.
+func resolveIDs(ctx context.Context, db querier, account int64, dots []Dot, missing notFound) ([]row, targets, error) {
 	var ids []string
 	for _, d := range dots {
 		if !slices.Contains(ids, d.Target) {
 			ids = append(ids, d.Target)
 		}
 	}
-	q, err := tx.Query(ctx, `SELECT v.public_id, v.id, v.device_id, d.is_active
+	q, err := db.Query(ctx, `SELECT v.public_id, v.id, v.label, d.id, d.label, d.is_active
 		FROM variables v JOIN devices d ON d.id = v.device_id
 		WHERE v.account_id = $1 AND v.public_id = ANY($2)`, account, ids)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("resolve variables: %w", err)
+		return nil, targets{}, fmt.Errorf("resolve variables: %w", err)
 	}
 	keys := map[string]int64{}
-	var devices []int64
+	t := targets{variables: map[int64]string{}}
 	disabled := false
 	for q.Next() {
 		var pub string
-		var key, dev int64
+		var v, dev ref
 		var active bool
-		if err := q.Scan(&pub, &key, &dev, &active); err != nil {
-			return nil, nil, nil, fmt.Errorf("resolve variables: %w", err)
+		if err := q.Scan(&pub, &v.id, &v.label, &dev.id, &dev.label, &active); err != nil {
+			return nil, targets{}, fmt.Errorf("resolve variables: %w", err)
 		}
-		keys[pub] = key
-		devices = append(devices, dev)
+		keys[pub] = v.id
+		t.variables[v.id] = v.label
+		t.devices = append(t.devices, dev)
 		disabled = disabled || !active
 	}
 	if err := q.Err(); err != nil {
-		return nil, nil, nil, fmt.Errorf("resolve variables: %w", err)
+		return nil, targets{}, fmt.Errorf("resolve variables: %w", err)
 	}
 	rows := make([]row, 0, len(dots))
-	var missing []int
+	var absent []int
 	for i, d := range dots {
 		key, ok := keys[d.Target]
 		if !ok {
-			missing = append(missing, i)
+			absent = append(absent, i)
 			continue
 		}
 		rows = append(rows, row{variable: key, ts: d.TS, value: d.Value, context: d.Context})
 	}
-	if disabled && len(missing) == 0 {
-		return nil, nil, nil, apierr.DeviceDisabled
+	switch {
+	case len(absent) > 0:
+		return nil, targets{}, missing(dots, absent)
+	case disabled:
+		return nil, targets{}, apierr.DeviceDisabled
 	}
-	return rows, devices, missing, nil
+	return rows, t, nil
+}
+
+// querier is a transaction or the pool.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 }
 
 // dedupe keeps the last dot of each (variable, timestamp), as the body reads, and sorts
@@ -266,9 +292,43 @@ func cmpInt(a, b int64) int {
 	return 0
 }
 
+// ref is a device or variable as resolved: its key and the label it was found by.
+type ref struct {
+	id    int64
+	label string
+}
+
+// targets are what a write was resolved against. The write checks them while it
+// holds their rows' locks: a device deleted, relabelled or disabled, or a variable
+// deleted or relabelled, since it was resolved (in another transaction, or by a cache)
+// fails the write with errStale instead of writing through a stale key.
+type targets struct {
+	devices   []ref
+	variables map[int64]string // key → label
+}
+
+func newTargets(device ref, variables map[string]int64) targets {
+	t := targets{devices: []ref{device}, variables: make(map[int64]string, len(variables))}
+	for label, id := range variables {
+		t.variables[id] = label
+	}
+	return t
+}
+
+// add merges u into t.
+func (t *targets) add(u targets) {
+	t.devices = append(t.devices, u.devices...)
+	for id, label := range u.variables {
+		t.variables[id] = label
+	}
+}
+
+// errStale: a target changed between resolution and write; resolve again.
+var errStale = errors.New("device or variable changed since it was resolved")
+
 // writeRows upserts the values, moves lastValue/lastActivity of the variables and
 // devices and updates the minute rollups: four statements sent in one round trip.
-func writeRows(ctx context.Context, tx pgx.Tx, rows []row, devices []int64) error {
+func writeRows(ctx context.Context, tx pgx.Tx, rows []row, t targets) error {
 	n := len(rows)
 	vars, ts, vals := make([]int64, n), make([]time.Time, n), make([]float64, n)
 	ctxs := make([]*string, n)
@@ -279,22 +339,28 @@ func writeRows(ctx context.Context, tx pgx.Tx, rows []row, devices []int64) erro
 			ctxs[i] = &s
 		}
 	}
-	lv := lastPerVariable(rows)
-	slices.Sort(devices)
-	devices = slices.Compact(devices)
+	lv := lastPerVariable(rows, t.variables)
+	devIDs, devLabels := sortedDevices(t.devices)
 	// Lock order: devices (ascending id) before their variables, in every writer. A
 	// writer that created variables already holds its device's row (the count
 	// trigger); taking variable rows first elsewhere would deadlock with it.
 	// The minute rollups come after lastValueSQL: the variables' rows are locked then
 	// (see minutes.go). A batch owns its queued queries, so each gets new ones.
 	sums := sumMinutes(rows)
+	var devicesSeen, varsSeen int64
 	batch := func(valuesSQL, minutesSQL string, minutesArgs ...any) []*pgx.QueuedQuery {
-		return []*pgx.QueuedQuery{
-			{SQL: valuesSQL, Arguments: []any{vars, ts, vals, ctxs}},
-			{SQL: `UPDATE devices SET last_activity = now() WHERE id = ANY($1)`, Arguments: []any{devices}},
-			{SQL: lastValueSQL, Arguments: []any{lv.vars, lv.ts, lv.vals, lv.ctxs}},
-			{SQL: minutesSQL, Arguments: minutesArgs},
-		}
+		b := &pgx.Batch{}
+		b.Queue(valuesSQL, vars, ts, vals, ctxs)
+		b.Queue(lastActivitySQL, devIDs, devLabels).Exec(func(ct pgconn.CommandTag) error {
+			devicesSeen = ct.RowsAffected()
+			return nil
+		})
+		b.Queue(lastValueSQL, lv.vars, lv.labels, lv.ts, lv.vals, lv.ctxs).Exec(func(ct pgconn.CommandTag) error {
+			varsSeen = ct.RowsAffected()
+			return nil
+		})
+		b.Queue(minutesSQL, minutesArgs...)
+		return b.QueuedQueries
 	}
 
 	// Fast path: a plain INSERT, about twice as fast as ON CONFLICT on a hypertable
@@ -314,7 +380,21 @@ func writeRows(ctx context.Context, tx pgx.Tx, rows []row, devices []int64) erro
 	if err != nil {
 		return fmt.Errorf("write values: %w", err)
 	}
+	if devicesSeen != int64(len(devIDs)) || varsSeen != int64(len(lv.vars)) {
+		return errStale
+	}
 	return nil
+}
+
+// sortedDevices returns the distinct devices by ascending key (the lock order).
+func sortedDevices(devices []ref) ([]int64, []string) {
+	slices.SortFunc(devices, func(a, b ref) int { return cmpInt(a.id, b.id) })
+	devices = slices.CompactFunc(devices, func(a, b ref) bool { return a.id == b.id })
+	ids, labels := make([]int64, len(devices)), make([]string, len(devices))
+	for i, d := range devices {
+		ids[i], labels[i] = d.id, d.label
+	}
+	return ids, labels
 }
 
 // sendBatch sends the statements in one round trip.
@@ -334,30 +414,40 @@ SET value = EXCLUDED.value, context = EXCLUDED.context, created_at = now()`
 
 // lastValueSQL moves lastValue only forward in time (an older dot written late leaves
 // it), while lastActivity always records the write.
+//
+// Both updates match only targets that still carry the label they were resolved by
+// (and, for devices, are still active): the caller compares the rows they touched with
+// the targets it sent (errStale).
 const lastValueSQL = `UPDATE variables v SET
     last_activity      = now(),
     last_value         = CASE WHEN v.last_value_ts IS NULL OR u.ts >= v.last_value_ts THEN u.value ELSE v.last_value END,
     last_value_context = CASE WHEN v.last_value_ts IS NULL OR u.ts >= v.last_value_ts THEN u.context ELSE v.last_value_context END,
     last_value_created = CASE WHEN v.last_value_ts IS NULL OR u.ts >= v.last_value_ts THEN now() ELSE v.last_value_created END,
     last_value_ts      = GREATEST(v.last_value_ts, u.ts)
-FROM unnest($1::bigint[], $2::timestamptz[], $3::float8[], $4::jsonb[]) AS u(id, ts, value, context)
-WHERE v.id = u.id`
+FROM unnest($1::bigint[], $2::text[], $3::timestamptz[], $4::float8[], $5::jsonb[]) AS u(id, label, ts, value, context)
+WHERE v.id = u.id AND v.label = u.label`
+
+const lastActivitySQL = `UPDATE devices d SET last_activity = now()
+FROM unnest($1::bigint[], $2::text[]) AS u(id, label)
+WHERE d.id = u.id AND d.label = u.label AND d.is_active`
 
 type lastValues struct {
-	vars []int64
-	ts   []time.Time
-	vals []float64
-	ctxs []*string
+	vars   []int64
+	labels []string
+	ts     []time.Time
+	vals   []float64
+	ctxs   []*string
 }
 
 // lastPerVariable picks each variable's newest row; rows are sorted by (variable, ts).
-func lastPerVariable(rows []row) lastValues {
+func lastPerVariable(rows []row, labels map[int64]string) lastValues {
 	var lv lastValues
 	for i, r := range rows {
 		if i+1 < len(rows) && rows[i+1].variable == r.variable {
 			continue
 		}
 		lv.vars = append(lv.vars, r.variable)
+		lv.labels = append(lv.labels, labels[r.variable])
 		lv.ts = append(lv.ts, time.UnixMilli(r.ts).UTC())
 		lv.vals = append(lv.vals, r.value)
 		var c *string

@@ -13,6 +13,14 @@ type Metrics struct {
 	Requests       *prometheus.CounterVec
 	Duration       *prometheus.HistogramVec
 	ValuesIngested prometheus.Counter
+
+	// The ingestion pipeline (pkg/ingest) and the caches in front of it (pkg/cache).
+	IngestBatchMessages prometheus.Histogram
+	IngestCommitSeconds prometheus.Histogram
+	IngestBatches       *prometheus.CounterVec // by result: committed, retried_alone
+	IngestQueued        prometheus.Gauge       // dots queued or committing
+	IngestRejected      prometheus.Counter     // messages refused with 503 for a full queue
+	CacheLookups        *prometheus.CounterVec // by cache and result: hit, miss
 }
 
 // New registers the HTTP, ingestion, Go runtime and database pool collectors.
@@ -32,7 +40,9 @@ func New(pool *pgxpool.Pool) *Metrics {
 			Name: "sensorapi_values_ingested_total", Help: "Dots written (committed) by the ingestion routes.",
 		}),
 	}
+	m.newIngestion()
 	m.Registry.MustRegister(m.Requests, m.Duration, m.ValuesIngested,
+		m.IngestBatchMessages, m.IngestCommitSeconds, m.IngestBatches, m.IngestQueued, m.IngestRejected, m.CacheLookups,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if pool != nil {
 		m.Registry.MustRegister(poolCollector(pool)...)
@@ -59,4 +69,28 @@ func poolCollector(pool *pgxpool.Pool) []prometheus.Collector {
 		counter("empty_acquire_total", "Acquires that had to wait for a connection.",
 			func(s *pgxpool.Stat) float64 { return float64(s.EmptyAcquireCount()) }),
 	}
+}
+
+func (m *Metrics) newIngestion() {
+	m.IngestBatchMessages = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "sensorapi_ingest_batch_messages", Help: "Messages committed together in one ingestion batch.",
+		Buckets: prometheus.ExponentialBuckets(1, 2, 11),
+	})
+	m.IngestCommitSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "sensorapi_ingest_commit_seconds", Help: "Duration of one ingestion batch's transaction.",
+		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
+	})
+	m.IngestBatches = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "sensorapi_ingest_batches_total",
+		Help: "Ingestion batches by result: committed, or failed and retried message by message.",
+	}, []string{"result"})
+	m.IngestQueued = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "sensorapi_ingest_queued_dots", Help: "Dots waiting in the ingestion queue or being committed.",
+	})
+	m.IngestRejected = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "sensorapi_ingest_rejected_total", Help: "Messages refused (503) because the ingestion queue stayed full.",
+	})
+	m.CacheLookups = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "sensorapi_cache_lookups_total", Help: "Cache lookups by cache (token, device, variable) and result.",
+	}, []string{"cache", "result"})
 }

@@ -9,11 +9,13 @@ import (
 	"net/http/httptest"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/sensordata/sensorapi/pkg/api"
 	"github.com/sensordata/sensorapi/pkg/config"
 	"github.com/sensordata/sensorapi/pkg/metrics"
 	"github.com/sensordata/sensorapi/pkg/openapi"
+	"github.com/sensordata/sensorapi/pkg/store"
 )
 
 // validator checks every exchange of every Client against docs/openapi.yaml.
@@ -80,7 +82,7 @@ func (r Response) Object(t testing.TB) map[string]any {
 
 // Config returns the test server configuration.
 func (e *Env) Config() config.Config {
-	return config.Config{MaxBodyBytes: 16 << 20, QueryTimeout: 30e9}
+	return config.Defaults()
 }
 
 // Client starts the service on a loopback listener and returns a client holding the
@@ -93,9 +95,36 @@ func (e *Env) Client(t testing.TB) *Client {
 // ClientWith is Client with a given configuration.
 func (e *Env) ClientWith(t testing.TB, cfg config.Config) *Client {
 	t.Helper()
-	srv := &api.Server{DB: e.DB, Config: cfg, Log: e.Log, Metrics: metrics.New(e.DB.Pool)}
+	return e.serve(t, e.DB, cfg)
+}
+
+// Instance starts another instance of the service on the same database, as a second
+// `serve` process would be: its own connection pool, notification listener, caches and
+// ingestion pipeline. It is ready (listening for invalidations) when it returns.
+func (e *Env) Instance(t testing.TB) *Client {
+	t.Helper()
+	db, err := store.Open(context.Background(), e.DSN, 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	return e.serve(t, db, e.Config())
+}
+
+// serve runs a server on db until the test ends, once its listener is up.
+func (e *Env) serve(t testing.TB, db *store.DB, cfg config.Config) *Client {
+	t.Helper()
+	srv := &api.Server{DB: db, Config: cfg, Log: e.Log, Metrics: metrics.New(db.Pool)}
+	ctx, stop := context.WithCancel(context.Background())
+	srv.Start(ctx)
 	ts := httptest.NewServer(srv.Handler())
-	t.Cleanup(ts.Close)
+	t.Cleanup(func() { ts.Close(); stop(); <-srv.Ingest.Done() })
+	for deadline := time.Now().Add(10 * time.Second); !srv.Listener.Healthy(); {
+		if time.Now().After(deadline) {
+			t.Fatal("the notification listener did not connect")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	return &Client{URL: ts.URL, Token: e.AdminToken, Server: srv, t: t}
 }
 

@@ -1,0 +1,40 @@
+package api
+
+import (
+	"context"
+
+	"github.com/sensordata/sensorapi/pkg/auth"
+	"github.com/sensordata/sensorapi/pkg/cache"
+	"github.com/sensordata/sensorapi/pkg/ingest"
+	"github.com/sensordata/sensorapi/pkg/notify"
+)
+
+// Start builds and runs what an instance keeps between requests: the LISTEN
+// connection, the caches it invalidates and the ingestion pipeline. They stop when ctx
+// ends; call it once, before serving. Stop HTTP (and MQTT) first so that no message
+// is queued after the pipeline's committers return.
+func (s *Server) Start(ctx context.Context) {
+	inv := cache.NewRouter()
+	s.Listener = notify.New(s.DB.Pool.Config().ConnConfig, s.Log)
+	s.Listener.Handle(cache.Channel, func(payload string) {
+		if err := inv.Dispatch(payload); err != nil {
+			s.Log.Warn("unreadable invalidation", "error", err.Error())
+		}
+	})
+	opts := func(name string) cache.Options {
+		return cache.Options{Name: name, Size: s.Config.CacheSize, TTL: s.Config.CacheTTL,
+			Live: s.Listener.Healthy, Lookups: s.Metrics.CacheLookups}
+	}
+	s.Tokens = auth.NewTokens(s.DB, opts("token"), inv)
+	store := &ingest.Store{Pool: s.DB.Pool, Written: func(n int) { s.Metrics.ValuesIngested.Add(float64(n)) }}
+	in := s.Config.Ingest
+	s.Ingest = ingest.NewPipeline(store, ingest.PipelineConfig{
+		BatchDots: in.BatchDots, QueueDots: in.QueueDots, QueueWait: in.QueueWait,
+		Committers: in.Committers, CommitTimeout: s.Config.QueryTimeout,
+	}, opts("device"), opts("variable"), inv, s.Metrics, s.Log)
+	// a gap in notifications may have hidden any change: forget everything
+	s.Listener.OnReset(s.Tokens.Purge)
+	s.Listener.OnReset(s.Ingest.Purge)
+	go s.Listener.Run(ctx)
+	go s.Ingest.Run(ctx)
+}

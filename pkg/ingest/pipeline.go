@@ -1,0 +1,335 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"golang.org/x/sync/semaphore"
+
+	"github.com/sensordata/sensorapi/pkg/apierr"
+	"github.com/sensordata/sensorapi/pkg/cache"
+	"github.com/sensordata/sensorapi/pkg/metrics"
+)
+
+// Pipeline is the one way values are written (HTTP routes, MQTT): each message is
+// parsed and validated alone by its caller, resolved to keys through the caches,
+// queued, and committed together with the messages that queued beside it: one
+// transaction, one multi-row insert, one lastValue/lastActivity update per variable and
+// device. Its caller is answered only after that commit.
+//
+// A message that cannot join a batch is written alone, in its own transaction, by its
+// caller's goroutine: one that creates a device or variable, names a disabled device,
+// or is at least a whole batch by itself (bulk loads gain nothing from company). When a
+// batch fails, each of its messages is retried alone, so one message's fault or a
+// stale cache entry never fails another, and nothing is acknowledged uncommitted.
+type Pipeline struct {
+	store     *Store
+	conf      PipelineConfig
+	devices   *cache.Cache[deviceKey, int64]   // (account, label) → key of an active device
+	variables *cache.Cache[variableKey, int64] // (device key, label) → variable key
+	queue     chan *job
+	room      *semaphore.Weighted // dots queued or being committed
+	metrics   *metrics.Metrics
+	log       *slog.Logger
+	done      chan struct{}
+}
+
+// PipelineConfig are the knobs of docs/operations.md.
+type PipelineConfig struct {
+	BatchDots     int           // a batch closes at this many dots; a message this large goes alone
+	QueueDots     int           // dots waiting or committing, at most
+	QueueWait     time.Duration // how long a message waits for room before a 503
+	Committers    int           // batches committing at once
+	CommitTimeout time.Duration // one batch's transaction, at most
+}
+
+type deviceKey struct {
+	account int64
+	label   string
+}
+
+type variableKey struct {
+	device int64
+	label  string
+}
+
+// job is one message on its way through the queue.
+type job struct {
+	rows    []row
+	targets targets
+	alone   func(context.Context) error // writes the message in its own transaction
+	done    chan error                  // nil, or errAlone
+}
+
+// errAlone tells a waiting caller that its batch failed: write the message alone.
+var errAlone = errors.New("batch failed: write alone")
+
+// QueueFull is the 503 a message gets after waiting QueueWait for room in the queue.
+var QueueFull = &apierr.Error{Status: 503, Code: 503003, Message: "Service unavailable.",
+	Detail: "The ingestion queue is full; retry later.", Header: map[string]string{"Retry-After": "1"}}
+
+// NewPipeline wires the caches to invalidations; Run starts the committers.
+func NewPipeline(store *Store, conf PipelineConfig, devices, variables cache.Options, inv *cache.Router,
+	m *metrics.Metrics, log *slog.Logger) *Pipeline {
+	p := &Pipeline{
+		store: store, conf: conf, metrics: m, log: log,
+		devices:   cache.New[deviceKey, int64](devices),
+		variables: cache.New[variableKey, int64](variables),
+		queue:     make(chan *job, conf.QueueDots), // every job holds ≥ 1 dot of room
+		room:      semaphore.NewWeighted(int64(conf.QueueDots)),
+		done:      make(chan struct{}),
+	}
+	inv.On("device", func(i cache.Invalidation) { p.devices.Invalidate(deviceKey{i.Account, i.Label}) })
+	inv.On("variable", func(i cache.Invalidation) { p.variables.Invalidate(variableKey{i.Device, i.Label}) })
+	return p
+}
+
+// Purge drops every cached device and variable.
+func (p *Pipeline) Purge() {
+	p.devices.Purge()
+	p.variables.Purge()
+}
+
+// ToDevice writes dots whose Target is a variable label to the device with that label,
+// creating the device and missing variables (name = label).
+func (p *Pipeline) ToDevice(ctx context.Context, account int64, device string, dots []Dot) error {
+	alone := func(ctx context.Context) error { return p.store.ToDevice(ctx, account, device, dots) }
+	if p.alone(dots) {
+		return alone(ctx)
+	}
+	rows, t, ok, err := p.resolveLabels(ctx, account, device, dots)
+	switch {
+	case err != nil:
+		return err
+	case !ok: // something to create, or a disabled device (423): its own transaction decides
+		return alone(ctx)
+	}
+	return p.submit(ctx, &job{rows: rows, targets: t, alone: alone})
+}
+
+// ToVariableID writes dots to the variable with that public id (404 if the account
+// has none).
+func (p *Pipeline) ToVariableID(ctx context.Context, account int64, id string, dots []Dot) error {
+	for i := range dots {
+		dots[i].Target = id
+	}
+	return p.byID(ctx, account, dots, variableNotFound,
+		func(ctx context.Context) error { return p.store.ToVariableID(ctx, account, id, dots) })
+}
+
+// ToCollection writes dots whose Target is a variable public id; an id the account
+// does not hold is a 400001 naming the item, and nothing is written.
+func (p *Pipeline) ToCollection(ctx context.Context, account int64, dots []Dot) error {
+	return p.byID(ctx, account, dots, itemsNotFound,
+		func(ctx context.Context) error { return p.store.ToCollection(ctx, account, dots) })
+}
+
+// byID resolves public ids with one read (these routes carry ids, not the labels the
+// caches hold) and queues the message.
+func (p *Pipeline) byID(ctx context.Context, account int64, dots []Dot, missing notFound,
+	alone func(context.Context) error) error {
+	if p.alone(dots) {
+		return alone(ctx)
+	}
+	rows, t, err := resolveIDs(ctx, p.store.Pool, account, dots, missing)
+	if err != nil {
+		return err
+	}
+	return p.submit(ctx, &job{rows: rows, targets: t, alone: alone})
+}
+
+// alone tells whether a message is written in a transaction of its own without
+// queueing: an empty one (it may still create its device) or one of a batch or more.
+func (p *Pipeline) alone(dots []Dot) bool { return len(dots) == 0 || len(dots) >= p.conf.BatchDots }
+
+// resolveLabels maps the device label and the dots' variable labels to keys, from the
+// caches or with one read that fills them. ok is false when the device is missing or
+// disabled, or a variable is missing.
+func (p *Pipeline) resolveLabels(ctx context.Context, account int64, device string, dots []Dot) ([]row, targets, bool, error) {
+	labels := variableLabels(dots)
+	ids := make(map[string]int64, len(labels))
+	dev, cached := p.devices.Get(deviceKey{account, device})
+	if cached {
+		for _, l := range labels {
+			if id, ok := p.variables.Get(variableKey{dev, l}); ok {
+				ids[l] = id
+			}
+		}
+	}
+	if !cached || len(ids) < len(labels) {
+		var found bool
+		var err error
+		if dev, found, err = p.lookup(ctx, account, device, labels, ids); err != nil || !found {
+			return nil, targets{}, false, err
+		}
+	}
+	if len(ids) < len(labels) {
+		return nil, targets{}, false, nil
+	}
+	return deviceRows(dots, ids), newTargets(ref{dev, device}, ids), true, nil
+}
+
+// lookup reads an active device and those of its variables that carry the labels into
+// ids, and caches what it found.
+func (p *Pipeline) lookup(ctx context.Context, account int64, device string, labels []string,
+	ids map[string]int64) (int64, bool, error) {
+	dgen, vgen := p.devices.Begin(), p.variables.Begin()
+	rows, err := p.store.Pool.Query(ctx, `SELECT d.id, v.id, v.label
+		FROM devices d LEFT JOIN variables v ON v.device_id = d.id AND v.label = ANY($3)
+		WHERE d.account_id = $1 AND d.label = $2 AND d.is_active`, account, device, labels)
+	if err != nil {
+		return 0, false, fmt.Errorf("look up device: %w", err)
+	}
+	var dev int64
+	found := false
+	for rows.Next() {
+		var vid *int64
+		var vlabel *string
+		if err := rows.Scan(&dev, &vid, &vlabel); err != nil {
+			return 0, false, fmt.Errorf("look up device: %w", err)
+		}
+		found = true
+		if vid != nil {
+			ids[*vlabel] = *vid
+			p.variables.Fill(vgen, variableKey{dev, *vlabel}, *vid)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return 0, false, fmt.Errorf("look up device: %w", err)
+	}
+	if found {
+		p.devices.Fill(dgen, deviceKey{account, device}, dev)
+	}
+	return dev, found, nil
+}
+
+// submit queues the job, waiting up to QueueWait for room, and waits for its batch.
+func (p *Pipeline) submit(ctx context.Context, j *job) error {
+	n := int64(len(j.rows))
+	wctx, cancel := context.WithTimeout(ctx, p.conf.QueueWait)
+	err := p.room.Acquire(wctx, n)
+	cancel()
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		p.metrics.IngestRejected.Inc()
+		return QueueFull
+	}
+	j.done = make(chan error, 1)
+	p.metrics.IngestQueued.Add(float64(n))
+	p.queue <- j
+	select {
+	case err = <-j.done:
+	case <-ctx.Done():
+		return ctx.Err() // the batch still commits; nobody is left to tell
+	}
+	if errors.Is(err, errAlone) {
+		return j.alone(ctx)
+	}
+	return err
+}
+
+// Run commits batches until ctx ends, then hands what is still queued back to its
+// callers to write alone. Call it once.
+func (p *Pipeline) Run(ctx context.Context) {
+	finished := make(chan struct{}, p.conf.Committers)
+	for range p.conf.Committers {
+		go func() { p.commitLoop(ctx); finished <- struct{}{} }()
+	}
+	for range p.conf.Committers {
+		<-finished
+	}
+	for {
+		select {
+		case j := <-p.queue:
+			p.finish([]*job{j}, errAlone)
+		default:
+			close(p.done)
+			return
+		}
+	}
+}
+
+// Done is closed when Run has returned.
+func (p *Pipeline) Done() <-chan struct{} { return p.done }
+
+// commitLoop takes the first job waiting, adds every job already queued behind it up
+// to BatchDots, and commits them. A batch therefore closes when it is full or when
+// this committer's previous commit returned: no timer adds latency at low load.
+func (p *Pipeline) commitLoop(ctx context.Context) {
+	var carry *job
+	for {
+		first := carry
+		carry = nil
+		if first == nil {
+			select {
+			case first = <-p.queue:
+			case <-ctx.Done():
+				return
+			}
+		}
+		jobs, dots := []*job{first}, len(first.rows)
+	fill:
+		for dots < p.conf.BatchDots {
+			select {
+			case j := <-p.queue:
+				if dots+len(j.rows) > p.conf.BatchDots {
+					carry = j
+					break fill
+				}
+				jobs, dots = append(jobs, j), dots+len(j.rows)
+			default:
+				break fill
+			}
+		}
+		p.commit(jobs, dots)
+	}
+}
+
+// commit writes the jobs in one transaction and answers each.
+func (p *Pipeline) commit(jobs []*job, dots int) {
+	rows := make([]row, 0, dots)
+	t := targets{variables: map[int64]string{}}
+	for _, j := range jobs {
+		rows = append(rows, j.rows...) // queue order: a later message wins a (variable, ts)
+		t.add(j.targets)
+	}
+	rows = dedupe(rows)
+	ctx, cancel := context.WithTimeout(context.Background(), p.conf.CommitTimeout)
+	defer cancel()
+	start := time.Now()
+	err := pgx.BeginFunc(ctx, p.store.Pool, func(tx pgx.Tx) error { return writeRows(ctx, tx, rows, t) })
+	p.metrics.IngestCommitSeconds.Observe(time.Since(start).Seconds())
+	p.metrics.IngestBatchMessages.Observe(float64(len(jobs)))
+	if err != nil {
+		p.metrics.IngestBatches.WithLabelValues("retried_alone").Inc()
+		if errors.Is(err, errStale) {
+			p.Purge() // a notification is on its way; do not wait for it
+		}
+		p.log.Warn("ingestion batch failed; its messages are written one by one",
+			"messages", len(jobs), "dots", dots, "error", err.Error())
+		p.finish(jobs, errAlone)
+		return
+	}
+	p.metrics.IngestBatches.WithLabelValues("committed").Inc()
+	if p.store.Written != nil {
+		p.store.Written(len(rows))
+	}
+	p.finish(jobs, nil)
+}
+
+// finish answers the jobs and frees their room.
+func (p *Pipeline) finish(jobs []*job, err error) {
+	var n int64
+	for _, j := range jobs {
+		j.done <- err
+		n += int64(len(j.rows))
+	}
+	p.room.Release(n)
+	p.metrics.IngestQueued.Sub(float64(n))
+}

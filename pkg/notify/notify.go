@@ -1,0 +1,155 @@
+// Package notify holds each instance's one PostgreSQL LISTEN connection and fans its
+// notifications out to in-process handlers (cache invalidation today, MQTT subscribers
+// next). It needs no server besides the database every instance already shares.
+package notify
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Handler receives one notification's payload. Handlers run on the listening
+// goroutine: they must be quick and must not block.
+type Handler func(payload string)
+
+// Listener keeps a LISTEN connection open, reconnecting after failures.
+//
+// Notifications sent while no connection listened are lost, so whoever relies on them
+// must treat a gap as "everything may have changed": Healthy is false during a gap,
+// and the reset hooks run each time a gap begins and again when it ends.
+type Listener struct {
+	conf *pgx.ConnConfig
+	log  *slog.Logger
+
+	mu       sync.Mutex
+	handlers map[string][]Handler
+	resets   []func()
+	healthy  atomic.Bool
+}
+
+// New prepares a listener on the database of conf (a copy is kept); Run starts it.
+func New(conf *pgx.ConnConfig, log *slog.Logger) *Listener {
+	return &Listener{conf: conf.Copy(), log: log, handlers: map[string][]Handler{}}
+}
+
+// Handle registers h for channel. Register before Run.
+func (l *Listener) Handle(channel string, h Handler) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.handlers[channel] = append(l.handlers[channel], h)
+}
+
+// OnReset registers f to run whenever notifications may have been missed.
+func (l *Listener) OnReset(f func()) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.resets = append(l.resets, f)
+}
+
+// Healthy tells whether a connection is listening now, so nothing is being missed.
+func (l *Listener) Healthy() bool { return l.healthy.Load() }
+
+// Run listens until ctx ends, reconnecting with a capped backoff.
+func (l *Listener) Run(ctx context.Context) {
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		err := l.listen(ctx)
+		l.setHealthy(false)
+		if ctx.Err() != nil {
+			return
+		}
+		l.log.Warn("notification listener lost its connection; caches bypassed until it is back",
+			"error", err.Error(), "retry_in", backoff.String())
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
+// listen connects, subscribes to every registered channel and dispatches until an
+// error.
+func (l *Listener) listen(ctx context.Context) error {
+	conn, err := pgx.ConnectConfig(ctx, l.conf)
+	if err != nil {
+		return fmt.Errorf("connect: %w", err)
+	}
+	defer func() { _ = conn.Close(context.Background()) }()
+	l.mu.Lock()
+	channels := make([]string, 0, len(l.handlers))
+	for ch := range l.handlers {
+		channels = append(channels, ch)
+	}
+	l.mu.Unlock()
+	for _, ch := range channels {
+		if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{ch}.Sanitize()); err != nil {
+			return fmt.Errorf("listen %s: %w", ch, err)
+		}
+	}
+	// Listening from here on: whatever changed during the gap is dropped now.
+	l.setHealthy(true)
+	for {
+		n, err := l.wait(ctx, conn)
+		if err != nil {
+			return err
+		}
+		if n != nil {
+			l.dispatch(n.Channel, n.Payload)
+		}
+	}
+}
+
+// pingEvery bounds how long a silently dead connection (a network partition sends no
+// FIN) goes unnoticed: after that much silence the connection is pinged.
+const pingEvery = 2 * time.Second
+
+// wait returns the next notification, or nil after pingEvery of silence on a
+// connection that still answers. A read timeout leaves a pgx connection usable.
+func (l *Listener) wait(ctx context.Context, conn *pgx.Conn) (*pgconn.Notification, error) {
+	wctx, cancel := context.WithTimeout(ctx, pingEvery)
+	defer cancel()
+	n, err := conn.WaitForNotification(wctx)
+	if err == nil {
+		return n, nil
+	}
+	if ctx.Err() != nil || wctx.Err() == nil {
+		return nil, fmt.Errorf("wait for notification: %w", err)
+	}
+	pctx, cancel := context.WithTimeout(ctx, pingEvery)
+	defer cancel()
+	if err := conn.Ping(pctx); err != nil {
+		return nil, fmt.Errorf("ping: %w", err)
+	}
+	return nil, nil
+}
+
+func (l *Listener) dispatch(channel, payload string) {
+	l.mu.Lock()
+	hs := l.handlers[channel]
+	l.mu.Unlock()
+	for _, h := range hs {
+		h(payload)
+	}
+}
+
+// setHealthy records the state and runs the reset hooks on every change.
+func (l *Listener) setHealthy(ok bool) {
+	if l.healthy.Swap(ok) == ok {
+		return
+	}
+	l.mu.Lock()
+	resets := l.resets
+	l.mu.Unlock()
+	for _, f := range resets {
+		f()
+	}
+}
