@@ -8,7 +8,7 @@ export PATH := $(PATH):/usr/local/go/bin
 GO ?= go
 BIN := bin/sensorapi
 
-.PHONY: run build test prepare vet lint bench fuzz fuzz-short loadtest image clean
+.PHONY: run build test prepare vet lint bench bench-fleet fuzz fuzz-short loadtest image clean
 
 ## run: build and serve on :8080 (starts TimescaleDB itself without DATABASE_URL)
 run: build prepare
@@ -41,6 +41,11 @@ test: prepare vet
 ## bench: ingestion, statistics and resample through the real server, next to their floors
 bench: prepare
 	$(GO) run ./cmd/sensorbench
+
+## bench-fleet: thousands of devices sending one small message each, through HTTP,
+## next to one transaction per message over plain pgx connections (the floor)
+bench-fleet: prepare
+	$(GO) run ./cmd/sensorbench -only fleet
 
 ## loadtest: concurrent clients mixing ingestion, reads, statistics and resample against
 ## the real server for LOADTEST_FLAGS (default 60 s, 32 clients); exit 1 on any error

@@ -19,25 +19,42 @@ import (
 func main() {
 	points := flag.Int("ingest-dots", 1_000_000, "dots written by the ingestion benchmark (per side)")
 	year := flag.Int("series-points", 10_512_000, "points of the analytics series (a year at 3 s)")
+	fleet := flag.Duration("fleet-duration", 20*time.Second, "how long each side of the fleet benchmark runs")
+	only := flag.String("only", "", "run one workload: ingest, fleet or analytics (default: all)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *points, *year); err != nil {
+	if err := run(ctx, *only, *points, *year, *fleet); err != nil {
 		fmt.Fprintln(os.Stderr, "sensorbench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, ingestDots, seriesPoints int) error {
+func run(ctx context.Context, only string, ingestDots, seriesPoints int, fleet time.Duration) error {
 	h, err := benchharness.Start(ctx)
 	if err != nil {
 		return err
 	}
 	defer h.Close()
 	fmt.Printf("sensorbench %s — server pid %d, database %s\n\n", time.Now().UTC().Format(time.RFC3339), h.Server.Process.Pid, h.Image)
-	if err := benchIngest(ctx, h, ingestDots); err != nil {
-		return err
+	if only == "" || only == "ingest" {
+		if err := benchIngest(ctx, h, ingestDots); err != nil {
+			return err
+		}
 	}
+	if only == "" || only == "fleet" {
+		if err := benchFleet(ctx, h, fleet); err != nil {
+			return err
+		}
+	}
+	if only != "" && only != "analytics" {
+		return nil
+	}
+	return benchAnalytics(ctx, h, seriesPoints)
+}
+
+// benchAnalytics loads the year-long series and measures statistics and resample.
+func benchAnalytics(ctx context.Context, h *benchharness.Harness, seriesPoints int) error {
 	s, err := loadSeries(ctx, h, seriesPoints)
 	if err != nil {
 		return err

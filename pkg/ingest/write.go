@@ -459,3 +459,12 @@ func lastPerVariable(rows []row, labels map[int64]string) lastValues {
 	}
 	return lv
 }
+
+// WriteResolved writes dots to variables already resolved (label → key) of a device
+// in a transaction of their own, with the statements every write uses. It is the
+// per-message floor that `make bench-fleet` measures the pipeline against.
+func (s *Store) WriteResolved(ctx context.Context, device int64, deviceLabel string, variables map[string]int64, dots []Dot) error {
+	return s.inTx(ctx, func(pgx.Tx) ([]row, targets, error) {
+		return deviceRows(dots, variables), newTargets(ref{device, deviceLabel}, variables), nil
+	})
+}
