@@ -152,7 +152,6 @@ func printFleet(name string, r *fleetResult) {
 		ms(r.quantile(0.5)), ms(r.quantile(0.99)), ms(r.quantile(1)), r.errors)
 }
 
-
 // fleetDots is one message: each variable gets a value at ts (ms).
 func fleetDots(ts int64) []ingest.Dot {
 	dots := make([]ingest.Dot, len(fleetVariables))
