@@ -10,6 +10,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/sensordata/sensorapi/pkg/config"
+	"github.com/sensordata/sensorapi/pkg/notify"
 	"github.com/sensordata/sensorapi/pkg/testenv"
 )
 
@@ -284,5 +286,88 @@ func assertNoValues(t *testing.T, variable, ts int64) {
 		WHERE variable_id = $1 AND ts = to_timestamp($2 / 1000.0)`, variable, ts).Scan(&n)
 	if err != nil || n != 0 {
 		t.Fatalf("%d values written under stale variable key %d (%v)", n, variable, err)
+	}
+}
+
+// TestFleetQueueFullAnswers503: while commits are held up, the bounded queue fills;
+// a message that finds no room within the wait gets 503003 with Retry-After, and the
+// queued ones are committed and acknowledged once the database moves again.
+func TestFleetQueueFullAnswers503(t *testing.T) {
+	tok := env.NewAccount(t)
+	cfg := env.Config()
+	cfg.Ingest = config.Ingest{BatchDots: 2, QueueDots: 4, QueueWait: 300 * time.Millisecond, Committers: 2}
+	c := env.ClientWith(t, cfg).As(tok)
+	if r := c.Post("/api/v1.6/devices/held/", map[string]any{"t": 0}); r.Status != 200 {
+		t.Fatalf("create: %d %s", r.Status, r.Body)
+	}
+	_, key := deviceKeys(t, "held", tok)
+	ctx := context.Background()
+	lock, err := env.DB.Pool.Begin(ctx) // holds the device row: batches wait for it
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lock.Exec(ctx, `SELECT FROM devices WHERE id = $1 FOR UPDATE`, key); err != nil {
+		t.Fatal(err)
+	}
+	const messages = 12
+	statuses := make(chan int, messages)
+	var wg sync.WaitGroup
+	for i := range messages {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := c.Post("/api/v1.6/devices/held/", map[string]any{"t": map[string]any{"value": i, "timestamp": 1 + i}})
+			if r.Status == 503 && (r.Header.Get("Retry-After") == "" || !strings.Contains(string(r.Body), "503003")) {
+				t.Errorf("503 without Retry-After or code 503003: %s", r.Body)
+			}
+			statuses <- r.Status
+		}()
+	}
+	time.Sleep(time.Second) // every message has queued or given up by now
+	if err := lock.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	close(statuses)
+	counts := map[int]int{}
+	for s := range statuses {
+		counts[s]++
+	}
+	if counts[503] == 0 || counts[200] == 0 || counts[200]+counts[503] != messages {
+		t.Fatalf("statuses %v: want some 200 (queued) and some 503 (no room), nothing else", counts)
+	}
+	if n := len(readValues(t, c, "/api/v1.6/devices/held/t/values?start=1&end=100")); n != counts[200] {
+		t.Fatalf("%d dots stored, %d acknowledged", n, counts[200])
+	}
+}
+
+// TestFleetListenerGapPurgesCaches: when the listening connection drops, whatever was
+// notified meanwhile is lost, so the caches are dropped: a token deleted without any
+// notification reaching the instance is refused once the listener has reconnected.
+func TestFleetListenerGapPurgesCaches(t *testing.T) {
+	b := env.Instance(t)
+	tok := env.NewAccount(t)
+	for range 2 { // the second from the cache
+		if r := b.As(tok).Get("/api/v2.0/devices/"); r.Status != 200 {
+			t.Fatalf("before: %d %s", r.Status, r.Body)
+		}
+	}
+	silently(t, `DELETE FROM tokens WHERE hash = sha256(convert_to($1, 'UTF8'))`, tok)
+	if r := b.As(tok).Get("/api/v2.0/devices/"); r.Status != 200 {
+		t.Fatalf("the cache was not in use: %d", r.Status)
+	}
+	var n int
+	if err := env.DB.Pool.QueryRow(context.Background(), `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+		WHERE application_name = $1 AND datname = current_database()`, notify.ApplicationName).Scan(&n); err != nil || n == 0 {
+		t.Fatalf("terminated %d listeners (%v)", n, err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		r := b.As(tok).Get("/api/v2.0/devices/")
+		if r.Status == 401 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("still %d after the listener's reconnection", r.Status)
+		}
 	}
 }

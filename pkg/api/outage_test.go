@@ -72,9 +72,10 @@ func TestDatabaseOutage(t *testing.T) {
 	}
 }
 
-// TestOutageDuringIngestion stops and restarts the database while writers post batches:
-// every acknowledged batch is stored whole, no batch is stored in part, requests during
-// the outage fail fast with 503, and writing resumes without a restart.
+// TestOutageDuringIngestion stops and restarts the database while a burst of small
+// messages is written through the group commit: every acknowledged message is stored
+// whole, no message is stored in part, requests during the outage fail fast with 503,
+// and writing resumes without a restart.
 func TestOutageDuringIngestion(t *testing.T) {
 	if os.Getenv("TEST_DATABASE_URL") != "" {
 		t.Skip("needs a container of its own to stop")
@@ -92,7 +93,7 @@ func TestOutageDuringIngestion(t *testing.T) {
 	t.Cleanup(e.Close)
 	c := e.Client(t)
 
-	const writers, batch = 4, 200
+	const writers, batch = 32, 2
 	var mu sync.Mutex
 	acked := map[int]bool{} // batch number → acknowledged
 	var seen503 atomic.Bool
@@ -186,7 +187,10 @@ func TestOutageDuringIngestion(t *testing.T) {
 			t.Errorf("acknowledged batch %d lost: %d dots stored", n, stored[n])
 		}
 	}
-	t.Logf("%d batches acknowledged, %d stored", len(acked), len(stored))
+	if batches, messages := batchStats(t, c); messages <= batches {
+		t.Errorf("%d messages in %d batches: the burst did not go through the group commit", messages, batches)
+	}
+	t.Logf("%d messages acknowledged, %d stored", len(acked), len(stored))
 }
 
 // TestClientDisconnectWritesNothing: a client that goes away in the middle of sending

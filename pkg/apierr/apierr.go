@@ -102,6 +102,9 @@ var (
 	QueryTimeout = &Error{Status: http.StatusServiceUnavailable, Code: 503002,
 		Message: "Query timed out.", Detail: "The query ran longer than the configured statement timeout.",
 		Header: map[string]string{"Retry-After": "5"}}
+	// QueueFull: the ingestion queue stayed full for SENSORAPI_INGEST_QUEUE_WAIT.
+	QueueFull = &Error{Status: http.StatusServiceUnavailable, Code: 503003, Message: "Service unavailable.",
+		Detail: "The ingestion queue is full; retry later.", Header: map[string]string{"Retry-After": "1"}}
 )
 
 // Internal is 500001; the detail names only the request id, never the cause.

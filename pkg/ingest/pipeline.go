@@ -68,10 +68,6 @@ type job struct {
 // errAlone tells a waiting caller that its batch failed: write the message alone.
 var errAlone = errors.New("batch failed: write alone")
 
-// QueueFull is the 503 a message gets after waiting QueueWait for room in the queue.
-var QueueFull = &apierr.Error{Status: 503, Code: 503003, Message: "Service unavailable.",
-	Detail: "The ingestion queue is full; retry later.", Header: map[string]string{"Retry-After": "1"}}
-
 // NewPipeline wires the caches to invalidations; Run starts the committers.
 func NewPipeline(store *Store, conf PipelineConfig, devices, variables cache.Options, inv *cache.Router,
 	m *metrics.Metrics, log *slog.Logger) *Pipeline {
@@ -218,7 +214,7 @@ func (p *Pipeline) submit(ctx context.Context, j *job) error {
 			return ctx.Err()
 		}
 		p.metrics.IngestRejected.Inc()
-		return QueueFull
+		return apierr.QueueFull
 	}
 	j.done = make(chan error, 1)
 	p.metrics.IngestQueued.Add(float64(n))

@@ -36,8 +36,13 @@ type Listener struct {
 
 // New prepares a listener on the database of conf (a copy is kept); Run starts it.
 func New(conf *pgx.ConnConfig, log *slog.Logger) *Listener {
-	return &Listener{conf: conf.Copy(), log: log, handlers: map[string][]Handler{}}
+	conf = conf.Copy()
+	conf.RuntimeParams["application_name"] = ApplicationName // to find it in pg_stat_activity
+	return &Listener{conf: conf, log: log, handlers: map[string][]Handler{}}
 }
+
+// ApplicationName names the listening connections in pg_stat_activity.
+const ApplicationName = "sensorapi-listener"
 
 // Handle registers h for channel. Register before Run.
 func (l *Listener) Handle(channel string, h Handler) {
