@@ -92,18 +92,6 @@ func (c *Cache[K, V]) Invalidate(k K) {
 	c.lru.Remove(k)
 }
 
-// InvalidateIf drops every entry whose key matches and voids fills in flight.
-func (c *Cache[K, V]) InvalidateIf(match func(K) bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.gen.Add(1)
-	for _, k := range c.lru.Keys() {
-		if match(k) {
-			c.lru.Remove(k)
-		}
-	}
-}
-
 // Purge drops everything and voids fills in flight.
 func (c *Cache[K, V]) Purge() {
 	c.mu.Lock()
@@ -111,6 +99,3 @@ func (c *Cache[K, V]) Purge() {
 	c.gen.Add(1)
 	c.lru.Purge()
 }
-
-// Len is the number of entries held (expired ones may still count until swept).
-func (c *Cache[K, V]) Len() int { return c.lru.Len() }

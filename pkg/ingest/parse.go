@@ -1,7 +1,8 @@
-// Package ingest parses and validates dots (API.md §6) and writes them: one
-// transaction per request, a handful of statements whatever the number of dots, last
-// write wins per (variable, timestamp), lastValue/lastActivity kept in the same
-// transaction.
+// Package ingest parses and validates dots (API.md §6) and writes them through one
+// pipeline (pipeline.go): messages are validated alone, resolved through caches and
+// committed together in batches; a handful of statements per batch whatever the number
+// of dots, last write wins per (variable, timestamp), lastValue/lastActivity kept in
+// the same transaction.
 package ingest
 
 import (
