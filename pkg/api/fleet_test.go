@@ -175,19 +175,19 @@ func TestFleetDeletedDeviceOnOtherInstance(t *testing.T) {
 	a, b := env.Client(t).As(tok), env.Instance(t).As(tok)
 	post := func(c *testenv.Client, ts int) {
 		t.Helper()
-		if r := c.Post("/api/v1.6/devices/gone/", map[string]any{"t": map[string]any{"value": ts, "timestamp": ts}}); r.Status != 200 {
+		if r := c.Post("/api/v1.6/devices/fleet-gone/", map[string]any{"t": map[string]any{"value": ts, "timestamp": ts}}); r.Status != 200 {
 			t.Fatalf("post: %d %s", r.Status, r.Body)
 		}
 	}
 	post(b, 1)
 	post(b, 2) // cached on b now
-	oldID, oldKey := deviceKeys(t, "gone", tok)
+	oldID, oldKey := deviceKeys(t, "fleet-gone", tok)
 	oldVar := variableKey(t, oldKey)
-	if r := a.Delete("/api/v2.0/devices/~gone/"); r.Status != 204 {
+	if r := a.Delete("/api/v2.0/devices/~fleet-gone/"); r.Status != 204 {
 		t.Fatalf("delete: %d %s", r.Status, r.Body)
 	}
 	post(b, 3)
-	newID, _ := deviceKeys(t, "gone", tok)
+	newID, _ := deviceKeys(t, "fleet-gone", tok)
 	if newID == oldID {
 		t.Fatal("the message went to the deleted device")
 	}
