@@ -23,7 +23,8 @@ func serveCmd(ctx context.Context, args []string) error {
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `Usage: sensorapi serve
 
-Runs the HTTP API. Without DATABASE_URL it starts a TimescaleDB container (removed on
+Runs the HTTP API and the MQTT broker (SENSORAPI_MQTT_ADDR, default :1883; empty
+turns it off). Without DATABASE_URL it starts a TimescaleDB container (removed on
 exit) and prints the admin token. Migrations are applied on start.
 
 Example:
@@ -66,6 +67,16 @@ Example:
 	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
 	defer func() { stop(); <-srv.Ingest.Done() }()
 	srv.Start(bg)
+	if cfg.MQTT.Addr != "" || cfg.MQTT.TLSAddr != "" {
+		broker, err := srv.StartMQTT(cfg.MQTT)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = broker.Close() }()
+		for _, a := range broker.Addrs() {
+			log.Info("mqtt listening", "addr", a.String())
+		}
+	}
 	return listen(ctx, cfg.Addr, srv.Handler(), log)
 }
 

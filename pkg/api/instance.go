@@ -5,7 +5,9 @@ import (
 
 	"github.com/sensordata/sensorapi/pkg/auth"
 	"github.com/sensordata/sensorapi/pkg/cache"
+	"github.com/sensordata/sensorapi/pkg/config"
 	"github.com/sensordata/sensorapi/pkg/ingest"
+	"github.com/sensordata/sensorapi/pkg/mqtt"
 	"github.com/sensordata/sensorapi/pkg/notify"
 )
 
@@ -15,7 +17,8 @@ import (
 // is queued after the pipeline's committers return.
 func (s *Server) Start(ctx context.Context) {
 	inv := cache.NewRouter()
-	s.Listener = notify.New(s.DB.Pool.Config().ConnConfig, s.Log)
+	s.Invalidations = inv
+	s.Listener = notify.New(s.DB.Pool.Config().ConnConfig, s.Log, cache.Channel, notify.LastValueChannel)
 	s.Listener.Handle(cache.Channel, func(payload string) {
 		if err := inv.Dispatch(payload); err != nil {
 			s.Log.Warn("unreadable invalidation", "error", err.Error())
@@ -37,4 +40,25 @@ func (s *Server) Start(ctx context.Context) {
 	s.Listener.OnReset(s.Ingest.Purge)
 	go s.Listener.Run(ctx)
 	go s.Ingest.Run(ctx)
+}
+
+// StartMQTT runs the embedded MQTT broker on this instance's caches, pipeline and
+// listener (Start first), on the listeners c names. Close the broker before the
+// pipeline stops.
+func (s *Server) StartMQTT(c config.MQTT) (*mqtt.Broker, error) {
+	b, err := mqtt.New(mqtt.Deps{Tokens: s.Tokens, Ingest: s.Ingest, Listener: s.Listener,
+		Invalidations: s.Invalidations, Pool: s.DB.Pool, Metrics: s.Metrics, Log: s.Log,
+		WriteTimeout: s.Config.QueryTimeout})
+	if err != nil {
+		return nil, err
+	}
+	if err := b.Listen(c); err != nil {
+		_ = b.Close()
+		return nil, err
+	}
+	if err := b.Serve(); err != nil {
+		_ = b.Close()
+		return nil, err
+	}
+	return b, nil
 }

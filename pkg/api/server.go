@@ -11,6 +11,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/sensordata/sensorapi/pkg/auth"
+	"github.com/sensordata/sensorapi/pkg/cache"
 	"github.com/sensordata/sensorapi/pkg/config"
 	"github.com/sensordata/sensorapi/pkg/ingest"
 	"github.com/sensordata/sensorapi/pkg/metrics"
@@ -26,9 +27,10 @@ type Server struct {
 	Metrics *metrics.Metrics
 
 	// Set by Start: shared with the MQTT broker.
-	Listener *notify.Listener
-	Tokens   *auth.Tokens
-	Ingest   *ingest.Pipeline
+	Listener      *notify.Listener
+	Invalidations *cache.Router
+	Tokens        *auth.Tokens
+	Ingest        *ingest.Pipeline
 
 	limits *limiters // per-token rate limits; nil when off
 }

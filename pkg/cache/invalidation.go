@@ -3,6 +3,7 @@ package cache
 import (
 	"encoding/json"
 	"fmt"
+	"sync"
 )
 
 // Channel is the NOTIFY channel the database's invalidation triggers send on
@@ -20,14 +21,17 @@ type Invalidation struct {
 
 // Router hands each invalidation to the handlers registered for its kind.
 type Router struct {
+	mu       sync.RWMutex
 	handlers map[string][]func(Invalidation)
 }
 
 // NewRouter makes an empty router.
 func NewRouter() *Router { return &Router{handlers: map[string][]func(Invalidation){}} }
 
-// On registers f for invalidations of kind. Register before notifications flow.
+// On registers f for invalidations of kind.
 func (r *Router) On(kind string, f func(Invalidation)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	r.handlers[kind] = append(r.handlers[kind], f)
 }
 
@@ -38,7 +42,10 @@ func (r *Router) Dispatch(payload string) error {
 	if err := json.Unmarshal([]byte(payload), &inv); err != nil {
 		return fmt.Errorf("invalidation %q: %w", payload, err)
 	}
-	for _, f := range r.handlers[inv.Kind] {
+	r.mu.RLock()
+	hs := r.handlers[inv.Kind]
+	r.mu.RUnlock()
+	for _, f := range hs {
 		f(inv)
 	}
 	return nil

@@ -28,6 +28,16 @@ type Config struct {
 	// entries (SENSORAPI_CACHE_SIZE).
 	CacheTTL  time.Duration
 	CacheSize int
+
+	MQTT MQTT
+}
+
+// MQTT configures the embedded broker (API.md §12, docs/mqtt.md).
+type MQTT struct {
+	Addr    string // SENSORAPI_MQTT_ADDR; empty: no plain listener
+	TLSAddr string // SENSORAPI_MQTT_TLS_ADDR, with TLSCert and TLSKey
+	TLSCert string // SENSORAPI_MQTT_TLS_CERT: PEM file
+	TLSKey  string // SENSORAPI_MQTT_TLS_KEY: PEM file
 }
 
 // Ingest tunes the ingestion pipeline (docs/operations.md, "Ingestion pipeline").
@@ -48,6 +58,7 @@ func Defaults() Config {
 		CacheTTL:     30 * time.Second,
 		CacheSize:    100_000,
 		LogLevel:     slog.LevelInfo,
+		MQTT:         MQTT{Addr: ":1883"},
 	}
 }
 
@@ -58,6 +69,15 @@ func FromEnv() (Config, error) {
 	c.Addr = getenv("SENSORAPI_ADDR", c.Addr)
 	c.AdminToken = os.Getenv("SENSORAPI_ADMIN_TOKEN")
 	c.PublicURL = strings.TrimRight(os.Getenv("SENSORAPI_PUBLIC_URL"), "/")
+	if v, ok := os.LookupEnv("SENSORAPI_MQTT_ADDR"); ok {
+		c.MQTT.Addr = v // set but empty turns the plain listener off
+	}
+	c.MQTT.TLSAddr = os.Getenv("SENSORAPI_MQTT_TLS_ADDR")
+	c.MQTT.TLSCert = os.Getenv("SENSORAPI_MQTT_TLS_CERT")
+	c.MQTT.TLSKey = os.Getenv("SENSORAPI_MQTT_TLS_KEY")
+	if c.MQTT.TLSAddr != "" && (c.MQTT.TLSCert == "" || c.MQTT.TLSKey == "") {
+		return c, fmt.Errorf("SENSORAPI_MQTT_TLS_ADDR needs SENSORAPI_MQTT_TLS_CERT and SENSORAPI_MQTT_TLS_KEY")
+	}
 	if err := c.LogLevel.UnmarshalText([]byte(getenv("SENSORAPI_LOG_LEVEL", "info"))); err != nil {
 		return c, fmt.Errorf("SENSORAPI_LOG_LEVEL: %w", err)
 	}

@@ -21,6 +21,13 @@ type Metrics struct {
 	IngestQueued        prometheus.Gauge       // dots queued or committing
 	IngestRejected      prometheus.Counter     // messages refused with 503 for a full queue
 	CacheLookups        *prometheus.CounterVec // by cache and result: hit, miss
+
+	// The MQTT broker (pkg/mqtt).
+	MQTTConnections prometheus.Gauge
+	MQTTMessagesIn  prometheus.Counter     // publishes committed
+	MQTTRejected    *prometheus.CounterVec // publishes refused, by reason
+	MQTTDeliveries  prometheus.Counter     // last values sent to subscribers
+	MQTTPubackSecs  prometheus.Histogram   // QoS 1: publish received → PUBACK sent
 }
 
 // New registers the HTTP, ingestion, Go runtime and database pool collectors.
@@ -41,8 +48,10 @@ func New(pool *pgxpool.Pool) *Metrics {
 		}),
 	}
 	m.newIngestion()
+	m.newMQTT()
 	m.Registry.MustRegister(m.Requests, m.Duration, m.ValuesIngested,
 		m.IngestBatchMessages, m.IngestCommitSeconds, m.IngestBatches, m.IngestQueued, m.IngestRejected, m.CacheLookups,
+		m.MQTTConnections, m.MQTTMessagesIn, m.MQTTRejected, m.MQTTDeliveries, m.MQTTPubackSecs,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if pool != nil {
 		m.Registry.MustRegister(poolCollector(pool)...)
@@ -93,4 +102,24 @@ func (m *Metrics) newIngestion() {
 	m.CacheLookups = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "sensorapi_cache_lookups_total", Help: "Cache lookups by cache (token, device, variable) and result.",
 	}, []string{"cache", "result"})
+}
+
+func (m *Metrics) newMQTT() {
+	m.MQTTConnections = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "sensorapi_mqtt_connections", Help: "MQTT connections authenticated and open.",
+	})
+	m.MQTTMessagesIn = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "sensorapi_mqtt_messages_total", Help: "MQTT publishes whose dots were committed.",
+	})
+	m.MQTTRejected = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "sensorapi_mqtt_rejected_total",
+		Help: "MQTT connections and publishes refused, by reason: credentials, payload, topic, disabled, unavailable.",
+	}, []string{"reason"})
+	m.MQTTDeliveries = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "sensorapi_mqtt_deliveries_total", Help: "Last values sent to MQTT subscribers.",
+	})
+	m.MQTTPubackSecs = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "sensorapi_mqtt_puback_seconds", Help: "QoS 1 publishes: from receipt to PUBACK (the commit).",
+		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
+	})
 }

@@ -34,17 +34,26 @@ type Listener struct {
 	healthy  atomic.Bool
 }
 
-// New prepares a listener on the database of conf (a copy is kept); Run starts it.
-func New(conf *pgx.ConnConfig, log *slog.Logger) *Listener {
+// LastValueChannel carries every change of a variable's lastValue
+// (sql/20261124000002_last_value_notify.up.sql), for the MQTT subscribers.
+const LastValueChannel = "sensorapi_last_value"
+
+// New prepares a listener on the database of conf (a copy is kept) for the given
+// channels; Run starts it. Handlers may be added at any time.
+func New(conf *pgx.ConnConfig, log *slog.Logger, channels ...string) *Listener {
 	conf = conf.Copy()
 	conf.RuntimeParams["application_name"] = ApplicationName // to find it in pg_stat_activity
-	return &Listener{conf: conf, log: log, handlers: map[string][]Handler{}}
+	l := &Listener{conf: conf, log: log, handlers: map[string][]Handler{}}
+	for _, ch := range channels {
+		l.handlers[ch] = nil
+	}
+	return l
 }
 
 // ApplicationName names the listening connections in pg_stat_activity.
 const ApplicationName = "sensorapi-listener"
 
-// Handle registers h for channel. Register before Run.
+// Handle registers h for one of the listener's channels.
 func (l *Listener) Handle(channel string, h Handler) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
