@@ -1,0 +1,65 @@
+package mqtt_test
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	paho "github.com/eclipse/paho.mqtt.golang"
+
+	"github.com/sensordata/sensorapi/pkg/testenv"
+	"github.com/sensordata/sensorapi/testcontainers"
+)
+
+// TestOutageNoPubackThenRedelivery: with the database down a QoS 1 publish gets no
+// PUBACK and its connection is closed; the client reconnects after the restart,
+// sends the message again, and it is stored exactly once.
+func TestOutageNoPubackThenRedelivery(t *testing.T) {
+	if os.Getenv("TEST_DATABASE_URL") != "" {
+		t.Skip("needs a container of its own to stop")
+	}
+	ctx := context.Background()
+	tsdb, err := testcontainers.Start(ctx, testcontainers.Options{Fast: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tsdb.Terminate(context.Background()) })
+	e, err := testenv.New(ctx, tsdb.DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Close)
+	in := start(t, e.Client(t))
+	post(t, in.http, "outage", "t", 1, 1) // device and variable exist and are cached
+
+	lost := make(chan struct{}, 10)
+	c := connect(t, in.addr, e.AdminToken, func(o *paho.ClientOptions) {
+		o.SetCleanSession(false).SetClientID("outage-client").SetAutoReconnect(true).
+			SetMaxReconnectInterval(500 * time.Millisecond).
+			SetConnectionLostHandler(func(paho.Client, error) { lost <- struct{}{} })
+	})
+	if err := tsdb.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	tk := c.Publish("v1.6/devices/outage/t", 1, false, `{"value":42,"timestamp":777}`)
+	select {
+	case <-lost:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the connection stayed open while the database was down")
+	}
+	if tk.WaitTimeout(0) {
+		t.Fatalf("a PUBACK arrived while the database was down (%v)", tk.Error())
+	}
+	if err := tsdb.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !tk.WaitTimeout(90*time.Second) || tk.Error() != nil {
+		t.Fatalf("no PUBACK after the restart: %v", tk.Error())
+	}
+	var n int
+	err = e.DB.NewRaw(`SELECT count(*) FROM "values" WHERE ts = to_timestamp(0.777) AND value = 42`).Scan(ctx, &n)
+	if err != nil || n != 1 {
+		t.Fatalf("the message is stored %d times (%v), want once", n, err)
+	}
+}
