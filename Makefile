@@ -8,7 +8,7 @@ export PATH := $(PATH):/usr/local/go/bin
 GO ?= go
 BIN := bin/sensorapi
 
-.PHONY: run build test prepare vet lint bench bench-fleet fuzz fuzz-short loadtest image clean
+.PHONY: run build test prepare vet lint bench bench-fleet bench-mqtt fuzz fuzz-short loadtest image clean
 
 ## run: build and serve on :8080 (starts TimescaleDB itself without DATABASE_URL)
 run: build prepare
@@ -46,6 +46,11 @@ bench: prepare
 ## next to one transaction per message over plain pgx connections (the floor)
 bench-fleet: prepare
 	$(GO) run ./cmd/sensorbench -only fleet
+
+## bench-mqtt: the same fleet over MQTT (64 paho connections, QoS 1), next to the same
+## floor, and the server's memory with 1,000 idle connections
+bench-mqtt: prepare
+	$(GO) run ./cmd/sensorbench -only mqtt
 
 ## loadtest: concurrent clients mixing ingestion, reads, statistics and resample against
 ## the real server for LOADTEST_FLAGS (default 60 s, 32 clients); exit 1 on any error

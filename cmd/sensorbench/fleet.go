@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	paho "github.com/eclipse/paho.mqtt.golang"
+
 	"github.com/sensordata/sensorapi/pkg/benchharness"
 	"github.com/sensordata/sensorapi/pkg/ingest"
 	"github.com/sensordata/sensorapi/pkg/loadgen"
@@ -43,46 +45,142 @@ func (r *fleetResult) quantile(q float64) time.Duration {
 }
 
 // benchFleet measures (a) the per-message floor: fleetFloorConns connections each
-// committing one transaction per message with the service's own statements, and
-// (b) fleetHTTPClients clients posting the same messages through HTTP, each for d.
-func benchFleet(ctx context.Context, h *benchharness.Harness, d time.Duration) error {
+// committing one transaction per message with the service's own statements, then the
+// same messages sent by (b) fleetHTTPClients HTTP clients and (c) as many MQTT
+// connections (QoS 1, each waiting for its PUBACK), each side for d.
+func benchFleet(ctx context.Context, h *benchharness.Harness, d time.Duration, viaHTTP, viaMQTT bool) error {
 	floor, err := fleetFloor(ctx, h, d)
 	if err != nil {
 		return fmt.Errorf("fleet floor: %w", err)
 	}
-	acct, tok, err := h.NewAccount(ctx, "fleet_http")
-	if err != nil {
-		return err
-	}
-	client := &loadgen.Client{HTTP: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: fleetHTTPClients}},
-		URL: h.URL, Token: tok}
-	post := func(ctx context.Context, dev int, ts int64) error {
-		return client.Do(ctx, http.MethodPost, fmt.Sprintf("/api/v1.6/devices/fleet-%d/", dev), fleetMessage(ts))
-	}
-	for dev := range fleetDevices { // the fleet exists before it is measured
-		if err := post(ctx, dev, 0); err != nil {
+	fmt.Printf("fleet ingestion: %d devices, %d-dot messages, %v per side\n", fleetDevices, len(fleetVariables), d)
+	printFleet(fmt.Sprintf("floor (%d pgx conns, 1 tx/message)", fleetFloorConns), floor)
+	if viaHTTP {
+		if err := fleetSide(ctx, h, d, floor, "http", fleetHTTP); err != nil {
 			return err
 		}
 	}
+	if viaMQTT {
+		if err := fleetSide(ctx, h, d, floor, "mqtt", fleetMQTT); err != nil {
+			return err
+		}
+		if err := idleMQTT(h); err != nil {
+			return err
+		}
+	}
+	fmt.Println()
+	return nil
+}
+
+// sender makes the send function of a side's workers for an account's token, and a
+// function that closes what it opened.
+type sender func(ctx context.Context, h *benchharness.Harness, tok string) (send func(ctx context.Context, w, dev int, ts int64) error, closeAll func(), name string, err error)
+
+// fleetSide runs one side on an account of its own whose devices exist already, and
+// checks that every acknowledged dot is stored.
+func fleetSide(ctx context.Context, h *benchharness.Harness, d time.Duration, floor *fleetResult, name string, mk sender) error {
+	acct, tok, err := h.NewAccount(ctx, "fleet_"+name)
+	if err != nil {
+		return err
+	}
+	warm, _, _, err := fleetHTTP(ctx, h, tok)
+	if err != nil {
+		return err
+	}
+	for dev := range fleetDevices { // the fleet exists before it is measured
+		if err := warm(ctx, 0, dev, 0); err != nil {
+			return err
+		}
+	}
+	send, closeAll, label, err := mk(ctx, h, tok)
+	if err != nil {
+		return err
+	}
+	defer closeAll()
 	rss := h.SampleRSS()
-	viaHTTP := runFleet(ctx, fleetHTTPClients, d, post)
+	res := runFleet(ctx, fleetHTTPClients, d, send)
 	peak := rss.Stop()
 	stored, err := storedDots(ctx, h, acct)
 	if err != nil {
 		return err
 	}
 	stored -= int64(fleetDevices * len(fleetVariables)) // the warm-up messages
-	acked := viaHTTP.messages * int64(len(fleetVariables))
-
-	fmt.Printf("fleet ingestion: %d devices, %d-dot messages, %v per side\n", fleetDevices, len(fleetVariables), d)
-	printFleet(fmt.Sprintf("floor (%d pgx conns, 1 tx/message)", fleetFloorConns), floor)
-	printFleet(fmt.Sprintf("HTTP  (%d clients, POST /api/v1.6/devices/<label>/)", fleetHTTPClients), viaHTTP)
-	fmt.Printf("  HTTP / floor: %.2f×   (targets: ≥ 1.5× the floor, p99 ≤ 100 ms, 0 errors)\n", viaHTTP.rate()/floor.rate())
-	fmt.Printf("  dots stored %d, acknowledged %d (target: equal)\n", stored, acked)
-	fmt.Printf("  server peak RSS %.0f MiB (target < 256 MiB)\n\n", peak)
+	acked := res.messages * int64(len(fleetVariables))
+	printFleet(label, res)
+	fmt.Printf("  %s / floor: %.2f×   dots stored %d, acknowledged %d   server peak RSS %.0f MiB\n",
+		name, res.rate()/floor.rate(), stored, acked, peak)
 	if stored != acked {
-		return fmt.Errorf("fleet: %d dots stored but %d acknowledged", stored, acked)
+		return fmt.Errorf("fleet %s: %d dots stored but %d acknowledged", name, stored, acked)
 	}
+	return nil
+}
+
+// fleetHTTP posts each message to /api/v1.6/devices/<label>/.
+func fleetHTTP(_ context.Context, h *benchharness.Harness, tok string) (func(context.Context, int, int, int64) error, func(), string, error) {
+	client := &loadgen.Client{HTTP: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: fleetHTTPClients}},
+		URL: h.URL, Token: tok}
+	send := func(ctx context.Context, _, dev int, ts int64) error {
+		return client.Do(ctx, http.MethodPost, fmt.Sprintf("/api/v1.6/devices/fleet-%d/", dev), fleetMessage(ts))
+	}
+	return send, func() {}, fmt.Sprintf("HTTP (%d clients, POST /api/v1.6/devices/<label>/)", fleetHTTPClients), nil
+}
+
+// fleetMQTT publishes each message at QoS 1 to /v1.6/devices/<label> from one paho
+// connection per worker, waiting for its PUBACK.
+func fleetMQTT(_ context.Context, h *benchharness.Harness, tok string) (func(context.Context, int, int, int64) error, func(), string, error) {
+	clients := make([]paho.Client, fleetHTTPClients)
+	closeAll := func() {
+		for _, c := range clients {
+			if c != nil {
+				c.Disconnect(100)
+			}
+		}
+	}
+	for i := range clients {
+		c, err := mqttConnect(h.MQTT, tok, fmt.Sprintf("fleet-%d", i))
+		if err != nil {
+			closeAll()
+			return nil, nil, "", err
+		}
+		clients[i] = c
+	}
+	send := func(_ context.Context, w, dev int, ts int64) error {
+		tk := clients[w].Publish(fmt.Sprintf("/v1.6/devices/fleet-%d", dev), 1, false, fleetMessage(ts))
+		if !tk.WaitTimeout(30 * time.Second) {
+			return fmt.Errorf("no PUBACK in 30 s")
+		}
+		return tk.Error()
+	}
+	return send, closeAll, fmt.Sprintf("MQTT (%d connections, QoS 1, PUBACK awaited)", fleetHTTPClients), nil
+}
+
+func mqttConnect(addr, tok, id string) (paho.Client, error) {
+	c := paho.NewClient(paho.NewClientOptions().AddBroker("tcp://" + addr).SetUsername(tok).SetClientID(id).
+		SetAutoReconnect(false).SetConnectTimeout(10 * time.Second))
+	if tk := c.Connect(); !tk.WaitTimeout(10*time.Second) || tk.Error() != nil {
+		return nil, fmt.Errorf("mqtt connect %s: %v", id, tk.Error())
+	}
+	return c, nil
+}
+
+// idleMQTT opens fleetDevices idle connections and reports the server's memory.
+func idleMQTT(h *benchharness.Harness) error {
+	var clients []paho.Client
+	defer func() {
+		for _, c := range clients {
+			c.Disconnect(0)
+		}
+	}()
+	for i := range fleetDevices {
+		c, err := mqttConnect(h.MQTT, h.Token, fmt.Sprintf("idle-%d", i))
+		if err != nil {
+			return err
+		}
+		clients = append(clients, c)
+	}
+	time.Sleep(time.Second)
+	fmt.Printf("  server RSS with %d idle MQTT connections open: %.0f MiB (target < 256 MiB)\n",
+		len(clients), float64(benchharness.RSSKiB(h.Server.Process.Pid))/1024)
 	return nil
 }
 
@@ -105,14 +203,14 @@ func fleetFloor(ctx context.Context, h *benchharness.Harness, d time.Duration) (
 			return nil, err
 		}
 	}
-	return runFleet(ctx, fleetFloorConns, d, func(ctx context.Context, dev int, ts int64) error {
+	return runFleet(ctx, fleetFloorConns, d, func(ctx context.Context, _, dev int, ts int64) error {
 		return st.WriteResolved(ctx, devs[dev], fmt.Sprintf("fleet-%d", dev), keys[dev], fleetDots(ts))
 	}), nil
 }
 
 // runFleet runs workers sending messages to random-ish devices for d; each message
 // carries a timestamp no other message has.
-func runFleet(ctx context.Context, workers int, d time.Duration, send func(ctx context.Context, dev int, ts int64) error) *fleetResult {
+func runFleet(ctx context.Context, workers int, d time.Duration, send func(ctx context.Context, w, dev int, ts int64) error) *fleetResult {
 	var (
 		res   fleetResult
 		next  atomic.Int64
@@ -129,7 +227,7 @@ func runFleet(ctx context.Context, workers int, d time.Duration, send func(ctx c
 			for dev := w; time.Now().Before(until) && ctx.Err() == nil; dev = (dev + workers + 1) % fleetDevices {
 				ts := next.Add(1)
 				t0 := time.Now()
-				if err := send(ctx, dev, ts); err != nil {
+				if err := send(ctx, w, dev, ts); err != nil {
 					atomic.AddInt64(&res.errors, 1)
 					continue
 				}

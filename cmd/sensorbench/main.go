@@ -20,7 +20,7 @@ func main() {
 	points := flag.Int("ingest-dots", 1_000_000, "dots written by the ingestion benchmark (per side)")
 	year := flag.Int("series-points", 10_512_000, "points of the analytics series (a year at 3 s)")
 	fleet := flag.Duration("fleet-duration", 20*time.Second, "how long each side of the fleet benchmark runs")
-	only := flag.String("only", "", "run one workload: ingest, fleet or analytics (default: all)")
+	only := flag.String("only", "", "run one workload: ingest, fleet, mqtt or analytics (default: all)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -42,8 +42,8 @@ func run(ctx context.Context, only string, ingestDots, seriesPoints int, fleet t
 			return err
 		}
 	}
-	if only == "" || only == "fleet" {
-		if err := benchFleet(ctx, h, fleet); err != nil {
+	if only == "" || only == "fleet" || only == "mqtt" {
+		if err := benchFleet(ctx, h, fleet, only != "mqtt", only != "fleet"); err != nil {
 			return err
 		}
 	}

@@ -25,6 +25,7 @@ import (
 type Harness struct {
 	DB      *store.DB
 	URL     string // http://127.0.0.1:PORT
+	MQTT    string // 127.0.0.1:PORT of the broker
 	Token   string // the admin account's
 	Image   string // the TimescaleDB image, or "DATABASE_URL"
 	Server  *exec.Cmd
@@ -77,14 +78,15 @@ func (h *Harness) startServer(ctx context.Context, dsn string) error {
 	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/sensorapi").CombinedOutput(); err != nil {
 		return fmt.Errorf("build server: %w: %s", err, out)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := freeAddr()
 	if err != nil {
 		return err
 	}
-	addr := l.Addr().String()
-	_ = l.Close()
+	if h.MQTT, err = freeAddr(); err != nil {
+		return err
+	}
 	h.Server = exec.Command(bin, "serve")
-	h.Server.Env = append(os.Environ(), "DATABASE_URL="+dsn, "SENSORAPI_ADDR="+addr,
+	h.Server.Env = append(os.Environ(), "DATABASE_URL="+dsn, "SENSORAPI_ADDR="+addr, "SENSORAPI_MQTT_ADDR="+h.MQTT,
 		"SENSORAPI_ADMIN_TOKEN="+h.Token, "SENSORAPI_LOG_LEVEL=warn")
 	h.Server.Stderr = os.Stderr
 	if err := h.Server.Start(); err != nil {
@@ -101,6 +103,16 @@ func (h *Harness) startServer(ctx context.Context, dsn string) error {
 		}
 	}
 	return fmt.Errorf("server at %s not ready after a minute", h.URL)
+}
+
+// freeAddr finds a free loopback port for the server to listen on.
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().String(), nil
 }
 
 // Close stops the server and removes what Start created.

@@ -350,6 +350,11 @@ func writeRows(ctx context.Context, tx pgx.Tx, rows []row, t targets) error {
 	var devicesSeen, varsSeen int64
 	batch := func(valuesSQL, minutesSQL string, minutesArgs ...any) []*pgx.QueuedQuery {
 		b := &pgx.Batch{}
+		if len(devIDs) > 1 {
+			// an UPDATE … FROM locks rows in whatever order its join runs: take them
+			// in key order first, or two batches sharing devices can deadlock
+			b.Queue(lockDevicesSQL, devIDs)
+		}
 		b.Queue(valuesSQL, vars, ts, vals, ctxs)
 		b.Queue(lastActivitySQL, devIDs, devLabels).Exec(func(ct pgconn.CommandTag) error {
 			devicesSeen = ct.RowsAffected()
@@ -426,6 +431,8 @@ const lastValueSQL = `UPDATE variables v SET
     last_value_ts      = GREATEST(v.last_value_ts, u.ts)
 FROM unnest($1::bigint[], $2::text[], $3::timestamptz[], $4::float8[], $5::jsonb[]) AS u(id, label, ts, value, context)
 WHERE v.id = u.id AND v.label = u.label`
+
+const lockDevicesSQL = `SELECT FROM devices WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE`
 
 const lastActivitySQL = `UPDATE devices d SET last_activity = now()
 FROM unnest($1::bigint[], $2::text[]) AS u(id, label)

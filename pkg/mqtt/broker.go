@@ -57,8 +57,9 @@ func New(d Deps) (*Broker, error) {
 	caps.SharedSubAvailable = 0 // every subscriber gets every last value
 	caps.MaximumSessionExpiryInterval = 3600
 	b := &Broker{
-		Deps:     d,
-		server:   mochi.New(&mochi.Options{Capabilities: caps, Logger: d.Log.With("component", "mqtt"), InlineClient: false}),
+		Deps: d,
+		server: mochi.New(&mochi.Options{Capabilities: caps, InlineClient: false,
+			Logger: slog.New(errorsOnly{d.Log.Handler()}).With("component", "mqtt")}),
 		sessions: newSessions(),
 	}
 	if err := b.server.AddHook(&hook{b: b}, nil); err != nil {
@@ -125,3 +126,17 @@ func (b *Broker) Close() error { return b.server.Close() }
 func (b *Broker) writeContext() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), b.WriteTimeout)
 }
+
+// errorsOnly passes on mochi's errors only: it logs every closed connection as a
+// warning, which a fleet of thousands turns into noise. The hook logs what matters.
+type errorsOnly struct{ slog.Handler }
+
+func (h errorsOnly) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= slog.LevelError && h.Handler.Enabled(ctx, l)
+}
+
+func (h errorsOnly) WithAttrs(as []slog.Attr) slog.Handler {
+	return errorsOnly{h.Handler.WithAttrs(as)}
+}
+
+func (h errorsOnly) WithGroup(g string) slog.Handler { return errorsOnly{h.Handler.WithGroup(g)} }
