@@ -5,7 +5,7 @@ FROM scratch
 COPY sensorapi /sensorapi
 COPY ca-certificates.crt /etc/ssl/certs/ca-certificates.crt
 USER 65532:65532
-EXPOSE 8080
+EXPOSE 8080 1883
 ENV SENSORAPI_ADDR=:8080
 ENTRYPOINT ["/sensorapi"]
 CMD ["serve"]

@@ -8,7 +8,7 @@ export PATH := $(PATH):/usr/local/go/bin
 GO ?= go
 BIN := bin/sensorapi
 
-.PHONY: run build test prepare vet lint bench bench-fleet bench-mqtt fuzz fuzz-short loadtest image clean
+.PHONY: run build test test-tools prepare vet lint bench bench-fleet bench-mqtt fuzz fuzz-short loadtest image clean
 
 ## run: build and serve on :8080 (starts TimescaleDB itself without DATABASE_URL)
 run: build prepare
@@ -34,8 +34,12 @@ lint: $(GOLANGCI_LINT)
 	@$(GOLANGCI_LINT) version | grep -q "$(GOLANGCI_LINT_VERSION:v%=%)" || GOBIN=$(CURDIR)/bin/tools $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 	$(GOLANGCI_LINT) run ./...
 
+## test-tools: the real clients the tests drive (mosquitto-clients), installed when missing
+test-tools:
+	@.ci/test-tools
+
 ## test: vet + every test against a real TimescaleDB
-test: prepare vet
+test: prepare test-tools vet
 	$(GO) test -count=1 -timeout 20m ./...
 
 ## bench: ingestion, statistics and resample through the real server, next to their floors
