@@ -158,7 +158,7 @@ func mqttConnect(addr, tok, id string) (paho.Client, error) {
 	c := paho.NewClient(paho.NewClientOptions().AddBroker("tcp://" + addr).SetUsername(tok).SetClientID(id).
 		SetAutoReconnect(false).SetConnectTimeout(10 * time.Second))
 	if tk := c.Connect(); !tk.WaitTimeout(10*time.Second) || tk.Error() != nil {
-		return nil, fmt.Errorf("mqtt connect %s: %v", id, tk.Error())
+		return nil, fmt.Errorf("mqtt connect %s: %w", id, tk.Error())
 	}
 	return c, nil
 }

@@ -152,9 +152,9 @@ func TestInvalidPublishesWriteNothing(t *testing.T) {
 func TestOversizedPacketClosesConnection(t *testing.T) {
 	in := newInstance(t)
 	tok := env.NewAccount(t)
-	lost := make(chan error, 1)
+	lost := make(chan struct{}, 1)
 	c := connect(t, in.addr, tok, func(o *paho.ClientOptions) {
-		o.SetConnectionLostHandler(func(_ paho.Client, err error) { lost <- err })
+		o.SetConnectionLostHandler(func(paho.Client, error) { lost <- struct{}{} })
 	})
 	big := `{"value":1,"context":{"pad":"` + strings.Repeat("x", 2<<20) + `"}}`
 	c.Publish("v1.6/devices/big/t", 1, false, big)

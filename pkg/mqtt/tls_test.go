@@ -31,7 +31,7 @@ func TestTLSListener(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = b.Close() })
 	tok := env.NewAccount(t)
-	cl := paho.NewClient(paho.NewClientOptions().AddBroker("ssl://"+b.Addrs()[0].String()).SetUsername(tok).
+	cl := paho.NewClient(paho.NewClientOptions().AddBroker("ssl://" + b.Addrs()[0].String()).SetUsername(tok).
 		SetTLSConfig(&tls.Config{RootCAs: pool, ServerName: "localhost", MinVersion: tls.VersionTLS12}))
 	if tk := cl.Connect(); !tk.WaitTimeout(5*time.Second) || tk.Error() != nil {
 		t.Fatalf("TLS connect: %v", tk.Error())
