@@ -71,38 +71,6 @@ func accountCmd(ctx context.Context, args []string) error {
 	return nil
 }
 
-func tokenCmd(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("token", flag.ContinueOnError)
-	name := fs.String("account", "", "account `NAME`")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), "Usage: sensorapi token create --account NAME\n\nAdds a token to an account and prints it.\n\nExample:\n  DATABASE_URL=postgres://... sensorapi token create --account acme\n")
-	}
-	if len(args) == 0 || args[0] != "create" {
-		if err := fs.Parse(args); err != nil { // --help
-			return err
-		}
-		fs.Usage()
-		return errors.New("token: want 'create --account NAME'")
-	}
-	if err := fs.Parse(args[1:]); err != nil {
-		return err
-	}
-	if *name == "" {
-		return errors.New("token create: --account is required")
-	}
-	db, err := openMigrated(ctx)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = db.Close() }()
-	tok, err := auth.CreateToken(ctx, db, *name)
-	if err != nil {
-		return err
-	}
-	fmt.Println(tok)
-	return nil
-}
-
 func openDB(ctx context.Context) (*store.DB, error) {
 	cfg, err := config.FromEnv()
 	if err != nil {

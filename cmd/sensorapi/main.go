@@ -17,7 +17,7 @@ Usage:
   sensorapi serve                          run the HTTP API (DATABASE_URL, or a TimescaleDB container)
   sensorapi migrate                        apply schema migrations to DATABASE_URL
   sensorapi account create NAME            create an account; prints its token
-  sensorapi token create --account NAME    add a token to an account; prints it
+  sensorapi token create|list|revoke       account, read-only and device tokens (see token --help)
   sensorapi load [flags]                   write a reproducible data set (see load --help)
   sensorapi compile --endpoint E < req.json  print the SQL an analytics request runs
   sensorapi rollups rebuild [--since TIME] recompute the minute rollups from the values

@@ -132,6 +132,42 @@ func TestAccountCreatePrintsOnlyToken(t *testing.T) {
 	}
 }
 
+// TestTokenCLI: a device token is created for a device, listed with it, and revoked
+// by its id.
+func TestTokenCLI(t *testing.T) {
+	bin := buildBinary(t)
+	ctx := context.Background()
+	run := func(args ...string) string {
+		cmd := exec.CommandContext(ctx, bin, args...)
+		cmd.Env = append(os.Environ(), "DATABASE_URL="+env.DSN)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		return string(out)
+	}
+	if _, err := env.DB.ExecContext(ctx, `INSERT INTO devices (account_id, label, name)
+		SELECT id, 'cli-dev', 'cli-dev' FROM accounts WHERE name = 'admin'`); err != nil {
+		t.Fatal(err)
+	}
+	secret := strings.TrimSpace(run("token", "create", "--scope", "device", "--device", "cli-dev", "--label", "fw"))
+	var id, scope, device string
+	err := env.DB.NewRaw(`SELECT t.public_id, t.scope, d.label FROM tokens t JOIN devices d ON d.id = t.device_id
+		WHERE t.hash = sha256(convert_to(?, 'UTF8'))`, secret).Scan(ctx, &id, &scope, &device)
+	if err != nil || scope != "device" || device != "cli-dev" {
+		t.Fatalf("created token: %s %s (%v)", scope, device, err)
+	}
+	if out := run("token", "list", "--device", "cli-dev"); !strings.Contains(out, id) || !strings.Contains(out, "device") ||
+		strings.Contains(out, secret) {
+		t.Fatalf("token list:\n%s", out)
+	}
+	run("token", "revoke", id)
+	var n int
+	if err := env.DB.NewRaw(`SELECT count(*) FROM tokens WHERE public_id = ?`, id).Scan(ctx, &n); err != nil || n != 0 {
+		t.Fatalf("%d tokens left after revoke (%v)", n, err)
+	}
+}
+
 // TestHelpOnEverySubcommand: `help` and `--help` on each subcommand print a usage with
 // an example and exit 0.
 func TestHelpOnEverySubcommand(t *testing.T) {

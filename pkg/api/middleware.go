@@ -16,7 +16,7 @@ import (
 
 const (
 	ctxRequestID = "request_id"
-	ctxAccount   = "account"
+	ctxAccess    = "access"
 )
 
 // requestID echoes the client's X-Request-Id (when sane) or makes one.
@@ -95,7 +95,7 @@ func (s *Server) authenticate(detailOnly bool) gin.HandlerFunc {
 			fail(c, apierr.NoCredentials)
 			return
 		}
-		acct, err := s.Tokens.Authenticate(c, tok)
+		access, err := s.Tokens.Authenticate(c, tok)
 		switch {
 		case errors.Is(err, auth.ErrBadToken):
 			fail(c, apierr.BadCredentials)
@@ -107,10 +107,29 @@ func (s *Server) authenticate(detailOnly bool) gin.HandlerFunc {
 		if !s.rateLimit(c, tok) {
 			return
 		}
-		c.Set(ctxAccount, acct)
+		if err := s.authorize(c, access); err != nil {
+			s.writeError(c, s.toAPIError(c, err))
+			return
+		}
+		c.Set(ctxAccess, access)
 		c.Next()
 	}
 }
 
+// authorize applies the route × scope table (pkg/auth/scopes.go): the one place where
+// scopes are enforced over HTTP.
+func (s *Server) authorize(c *gin.Context, a *auth.Access) error {
+	switch a.Route(c.Request.Method, c.FullPath(), c.Param) {
+	case auth.Allow:
+		return nil
+	case auth.AllowIfOwnVariable:
+		own, err := auth.OwnsVariable(c, s.DB.Pool, a, c.Param("id"))
+		if err != nil || own {
+			return err
+		}
+	}
+	return apierr.Forbidden
+}
+
 // account is the authenticated account of the request.
-func account(c *gin.Context) *auth.Account { return c.MustGet(ctxAccount).(*auth.Account) }
+func account(c *gin.Context) *auth.Account { return &c.MustGet(ctxAccess).(*auth.Access).Account }

@@ -9,6 +9,7 @@ func (s *Server) routes(v2, v16 *gin.RouterGroup) {
 	s.valueRoutes(v16)
 	s.userRoutes(v2)
 	s.deviceRoutes(v2)
+	s.tokenRoutes(v2)
 	s.resampleRoutes(v16)
 }
 

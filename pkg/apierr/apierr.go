@@ -90,6 +90,8 @@ var (
 		Message: "Authentication credentials were not provided.", Detail: "Authentication credentials were not provided."}
 	BadCredentials = &Error{Status: http.StatusUnauthorized, Code: 401002,
 		Message: "Incorrect authentication credentials.", Detail: "Incorrect authentication credentials."}
+	Forbidden = &Error{Status: http.StatusForbidden, Code: 403001, Message: "You do not have permission to perform this action.",
+		Detail: "You do not have permission to perform this action."}
 	MethodNotAllowed = &Error{Status: http.StatusMethodNotAllowed, Code: 405001, Message: "Method not allowed."}
 	TooLarge         = &Error{Status: http.StatusRequestEntityTooLarge, Code: 413001, Message: "Request body too large."}
 	UnsupportedMedia = &Error{Status: http.StatusUnsupportedMediaType, Code: 415001, Message: "Unsupported media type."}

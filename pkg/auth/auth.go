@@ -54,21 +54,39 @@ func NewToken() (string, error) {
 	return base64.RawURLEncoding.EncodeToString(b), nil
 }
 
-func hashToken(t string) []byte {
+// HashToken is how tokens are stored: SHA-256 of the secret.
+func HashToken(t string) []byte {
 	h := sha256.Sum256([]byte(t))
 	return h[:]
 }
 
-// Authenticate returns the account holding the token.
-func Authenticate(ctx context.Context, db bun.IDB, tok string) (*Account, error) {
-	var row struct {
-		Hash []byte `bun:"hash"`
-		Account
-	}
-	h := hashToken(tok)
-	err := db.NewRaw(`SELECT t.hash, a.id, a.name, a.decimal_places
-		FROM tokens t JOIN accounts a ON a.id = t.account_id
-		WHERE t.hash = ? AND t.revoked_at IS NULL`, h).Scan(ctx, &row)
+// Access is what a token grants: its account, its scope, and for a device token its
+// device.
+type Access struct {
+	Account
+	Scope  Scope
+	Device *Device // device tokens only
+}
+
+// Device is the device a device token is bound to.
+type Device struct {
+	ID    int64
+	Label string
+}
+
+// Authenticate returns what the token grants.
+func Authenticate(ctx context.Context, db bun.IDB, tok string) (*Access, error) {
+	h := HashToken(tok)
+	var (
+		hash     []byte
+		a        Access
+		devID    *int64
+		devLabel *string
+	)
+	err := db.QueryRowContext(ctx, `SELECT t.hash, a.id, a.name, a.decimal_places, t.scope, d.id, d.label
+		FROM tokens t JOIN accounts a ON a.id = t.account_id LEFT JOIN devices d ON d.id = t.device_id
+		WHERE t.hash = ? AND t.revoked_at IS NULL`, h).
+		Scan(&hash, &a.ID, &a.Name, &a.DecimalPlaces, &a.Scope, &devID, &devLabel)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrBadToken
 	}
@@ -77,10 +95,12 @@ func Authenticate(ctx context.Context, db bun.IDB, tok string) (*Account, error)
 	}
 	// The index lookup already matched; the constant-time comparison keeps the final
 	// decision free of early-exit timing.
-	if subtle.ConstantTimeCompare(row.Hash, h) != 1 {
+	if subtle.ConstantTimeCompare(hash, h) != 1 {
 		return nil, ErrBadToken
 	}
-	a := row.Account
+	if devID != nil {
+		a.Device = &Device{ID: *devID, Label: *devLabel}
+	}
 	return &a, nil
 }
 
@@ -103,18 +123,22 @@ func CreateAccount(ctx context.Context, db bun.IDB, name string) (string, error)
 	return tok, err
 }
 
-// CreateToken adds a new token to the named account and returns it.
-func CreateToken(ctx context.Context, db bun.IDB, account string) (string, error) {
-	tok, err := NewToken()
-	if err != nil {
-		return "", err
+// AccountID is the key of the account with that name.
+func AccountID(ctx context.Context, db bun.IDB, name string) (int64, error) {
+	var id int64
+	err := db.NewRaw(`SELECT id FROM accounts WHERE name = ?`, name).Scan(ctx, &id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, fmt.Errorf("account %q: %w", name, ErrNoAccount)
 	}
-	return tok, addToken(ctx, db, account, tok)
+	if err != nil {
+		return 0, fmt.Errorf("account %q: %w", name, err)
+	}
+	return id, nil
 }
 
 func addToken(ctx context.Context, db bun.IDB, account, tok string) error {
 	res, err := db.NewRaw(`INSERT INTO tokens (account_id, hash)
-		SELECT id, ? FROM accounts WHERE name = ?`, hashToken(tok), account).Exec(ctx)
+		SELECT id, ? FROM accounts WHERE name = ?`, HashToken(tok), account).Exec(ctx)
 	if err != nil {
 		return fmt.Errorf("insert token: %w", err)
 	}
@@ -164,10 +188,10 @@ func Bootstrap(ctx context.Context, db bun.IDB, fixedToken string) (string, erro
 		case fixedToken != "":
 			_, err = tx.NewRaw(`INSERT INTO tokens (account_id, hash, label) VALUES (?, ?, 'SENSORAPI_ADMIN_TOKEN')
 				ON CONFLICT (hash) DO UPDATE SET revoked_at = NULL
-				WHERE tokens.account_id = EXCLUDED.account_id`, a.ID, hashToken(fixedToken)).Exec(ctx)
+				WHERE tokens.account_id = EXCLUDED.account_id`, a.ID, HashToken(fixedToken)).Exec(ctx)
 		case created:
 			if newToken, err = NewToken(); err == nil {
-				_, err = tx.NewInsert().Model(&token{AccountID: a.ID, Hash: hashToken(newToken), Label: "bootstrap"}).
+				_, err = tx.NewInsert().Model(&token{AccountID: a.ID, Hash: HashToken(newToken), Label: "bootstrap"}).
 					Exec(ctx)
 			}
 		}
@@ -184,12 +208,12 @@ func Bootstrap(ctx context.Context, db bun.IDB, fixedToken string) (string, erro
 // instance through the database's invalidation triggers (pkg/cache).
 type Tokens struct {
 	db    bun.IDB
-	cache *cache.Cache[[sha256.Size]byte, Account]
+	cache *cache.Cache[[sha256.Size]byte, Access]
 }
 
 // NewTokens makes the cached authenticator and subscribes it to invalidations.
 func NewTokens(db bun.IDB, o cache.Options, inv *cache.Router) *Tokens {
-	t := &Tokens{db: db, cache: cache.New[[sha256.Size]byte, Account](o)}
+	t := &Tokens{db: db, cache: cache.New[[sha256.Size]byte, Access](o)}
 	inv.On("token", func(i cache.Invalidation) {
 		var k [sha256.Size]byte
 		if b, err := hex.DecodeString(i.Hash); err == nil && len(b) == len(k) {
@@ -199,14 +223,16 @@ func NewTokens(db bun.IDB, o cache.Options, inv *cache.Router) *Tokens {
 		}
 		t.cache.Purge() // not a hash we could have made: be safe
 	})
-	// account settings (decimal places) are copied into every entry: rare, drop all
+	// account settings (decimal places) and device labels are copied into entries: their
+	// changes are rare, so drop everything
 	inv.On("account", func(cache.Invalidation) { t.cache.Purge() })
+	inv.On("device", func(cache.Invalidation) { t.cache.Purge() })
 	return t
 }
 
-// Authenticate returns the account holding the token (a copy: callers may not share
-// the cached entry).
-func (t *Tokens) Authenticate(ctx context.Context, tok string) (*Account, error) {
+// Authenticate returns what the token grants (a copy: callers may not share the cached
+// entry).
+func (t *Tokens) Authenticate(ctx context.Context, tok string) (*Access, error) {
 	k := sha256.Sum256([]byte(tok))
 	if a, ok := t.cache.Get(k); ok {
 		return &a, nil

@@ -113,7 +113,7 @@ func (m *Metrics) newMQTT() {
 	})
 	m.MQTTRejected = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "sensorapi_mqtt_rejected_total",
-		Help: "MQTT connections and publishes refused, by reason: credentials, payload, topic, disabled, unavailable.",
+		Help: "MQTT connections and publishes refused, by reason: credentials, payload, topic, scope, disabled, unavailable.",
 	}, []string{"reason"})
 	m.MQTTDeliveries = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "sensorapi_mqtt_deliveries_total", Help: "Last values sent to MQTT subscribers.",

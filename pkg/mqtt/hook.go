@@ -94,15 +94,19 @@ func (h *hook) OnDisconnect(cl *mochi.Client, _ error, _ bool) {
 	}
 }
 
-// OnACLCheck allows the subscriptions of API.md §12. Publishes are all let through to
-// OnPublish, which answers a wrong topic itself (MQTT 3.1.1 must not be disconnected
-// for one).
-func (h *hook) OnACLCheck(_ *mochi.Client, topic string, write bool) bool {
+// OnACLCheck allows the subscriptions of API.md §12 that the token's scope covers.
+// Publishes are all let through to OnPublish, which answers a wrong topic itself (MQTT
+// 3.1.1 must not be disconnected for one).
+func (h *hook) OnACLCheck(cl *mochi.Client, topic string, write bool) bool {
 	if write {
 		return true
 	}
-	_, ok := parseFilter(topic)
-	return ok
+	f, ok := parseFilter(topic)
+	if !ok {
+		return false
+	}
+	a, err := h.b.access(cl)
+	return err == nil && a.Subscribe(f.device)
 }
 
 func (h *hook) OnSubscribed(cl *mochi.Client, pk packets.Packet, codes []byte) {
@@ -150,7 +154,7 @@ func (h *hook) OnPublish(cl *mochi.Client, pk packets.Packet) (packets.Packet, e
 	if s == nil {
 		return pk, packets.ErrRejectPacket
 	}
-	err := h.b.write(s, pk.TopicName, pk.Payload)
+	err := h.b.write(cl, s, pk.TopicName, pk.Payload)
 	if err == nil {
 		h.b.Metrics.MQTTMessagesIn.Inc()
 		if pk.FixedHeader.Qos > 0 {
@@ -178,14 +182,38 @@ func (h *hook) OnPublish(cl *mochi.Client, pk packets.Packet) (packets.Packet, e
 	return pk, packets.CodeSuccessIgnore // 3.1.1 has no negative PUBACK: dropped
 }
 
-// errTopic: a publish to a topic that is not the platform's.
-var errTopic = errors.New("not a publish topic of API.md §12")
+var (
+	// errTopic: a publish to a topic that is not the platform's.
+	errTopic = errors.New("not a publish topic of API.md §12")
+	// errScope: a publish the token's scope does not cover (a read token, or a device
+	// token writing to another device).
+	errScope = errors.New("the token's scope does not cover this topic")
+)
+
+// access is what the connection's token grants now (the cache follows revocations and
+// device relabels; a revoked token is an error).
+func (b *Broker) access(cl *mochi.Client) (*auth.Access, error) {
+	s := b.sessions.get(cl)
+	if s == nil {
+		return nil, auth.ErrBadToken
+	}
+	ctx, cancel := b.writeContext()
+	defer cancel()
+	return b.Tokens.Authenticate(ctx, s.token)
+}
 
 // write parses and validates the payload alone, then hands it to the pipeline.
-func (b *Broker) write(s *session, topic string, payload []byte) error {
+func (b *Broker) write(cl *mochi.Client, s *session, topic string, payload []byte) error {
 	t, ok := parsePublish(topic)
 	if !ok {
 		return errTopic
+	}
+	a, err := b.access(cl)
+	if err != nil {
+		return err
+	}
+	if !a.Publish(t.device) {
+		return errScope
 	}
 	p, err := ingest.NewParser("", time.Now())
 	if err != nil {
@@ -213,6 +241,8 @@ func classify(err error) (string, packets.Code) {
 	switch {
 	case errors.Is(err, errTopic):
 		return "topic", packets.ErrNotAuthorized
+	case errors.Is(err, errScope), errors.Is(err, auth.ErrBadToken):
+		return "scope", packets.ErrNotAuthorized
 	case errors.As(err, &ae) && ae.Status == 400:
 		return "payload", packets.ErrPayloadFormatInvalid
 	case errors.As(err, &ae) && ae.Status == 423:
