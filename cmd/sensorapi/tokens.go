@@ -49,9 +49,13 @@ func tokenCmd(ctx context.Context, args []string) error {
 		return err
 	}
 	sub := map[string]func(context.Context, *store.DB, int64, int64) error{
-		"create": func(ctx context.Context, db *store.DB, a, d int64) error { return createToken(ctx, db, a, d, *scope, *label) },
-		"list":   listTokens,
-		"revoke": func(ctx context.Context, db *store.DB, a, d int64) error { return revokeToken(ctx, db, a, d, fs.Arg(0)) },
+		"create": func(ctx context.Context, db *store.DB, a, d int64) error {
+			return createToken(ctx, db, a, d, *scope, *label)
+		},
+		"list": listTokens,
+		"revoke": func(ctx context.Context, db *store.DB, a, d int64) error {
+			return revokeToken(ctx, db, a, d, fs.Arg(0))
+		},
 	}[args[0]]
 	if sub == nil {
 		fs.Usage()
