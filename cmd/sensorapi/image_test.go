@@ -28,7 +28,7 @@ func TestServiceImage(t *testing.T) {
 	}
 	addr := freeAddr(t)
 	id, err := exec.Command("docker", "run", "-d", "--network", "host",
-		"-e", "DATABASE_URL="+env.DSN, "-e", "SENSORAPI_ADDR="+addr, tag).Output()
+		"-e", "DATABASE_URL="+env.DSN, "-e", "SENSORAPI_ADDR="+addr, "-e", "SENSORAPI_MQTT_ADDR="+freeAddr(t), tag).Output()
 	if err != nil {
 		t.Fatalf("docker run: %v", err)
 	}

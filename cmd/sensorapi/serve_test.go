@@ -3,6 +3,8 @@ package main_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -50,7 +52,8 @@ func TestTwoInstancesServeOneDatabase(t *testing.T) {
 	for range 2 {
 		addr := freeAddr(t)
 		cmd := exec.Command(bin, "serve")
-		cmd.Env = append(os.Environ(), "DATABASE_URL="+env.DSN, "SENSORAPI_ADDR="+addr, "SENSORAPI_ADMIN_TOKEN="+token)
+		cmd.Env = append(os.Environ(), "DATABASE_URL="+env.DSN, "SENSORAPI_ADDR="+addr, "SENSORAPI_ADMIN_TOKEN="+token,
+			"SENSORAPI_MQTT_ADDR="+freeAddr(t))
 		var logs bytes.Buffer
 		cmd.Stderr = &logs
 		if err := cmd.Start(); err != nil {
@@ -74,6 +77,7 @@ func TestTwoInstancesServeOneDatabase(t *testing.T) {
 		}
 		_ = resp.Body.Close()
 	}
+	revokeAcrossProcesses(t, addrs[0], addrs[1], token)
 	for _, p := range procs {
 		_ = p.Process.Signal(syscall.SIGTERM)
 		done := make(chan error, 1)
@@ -86,6 +90,49 @@ func TestTwoInstancesServeOneDatabase(t *testing.T) {
 		case <-time.After(35 * time.Second):
 			t.Fatal("no exit within 35 s of SIGTERM")
 		}
+	}
+}
+
+// revokeAcrossProcesses: a token created and then deleted through process a answers
+// 401002 from process b, which had it cached, within 1 s.
+func revokeAcrossProcesses(t *testing.T, a, b, admin string) {
+	t.Helper()
+	do := func(addr, method, path, tok, body string) (int, string) {
+		req, _ := http.NewRequest(method, "http://"+addr+path, strings.NewReader(body))
+		req.Header.Set("X-Auth-Token", tok)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = resp.Body.Close() }()
+		out, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(out)
+	}
+	status, body := do(a, "POST", "/api/v2.0/tokens/", admin, `{"label":"across","scope":"read"}`)
+	var created struct{ ID, Token string }
+	if err := json.Unmarshal([]byte(body), &created); status != 201 || err != nil {
+		t.Fatalf("create token: %d %s", status, body)
+	}
+	for range 2 { // cached on b
+		if status, _ := do(b, "GET", "/api/v2.0/devices/", created.Token, ""); status != 200 {
+			t.Fatalf("b before: %d", status)
+		}
+	}
+	if status, body := do(a, "DELETE", "/api/v2.0/tokens/"+created.ID, admin, ""); status != 204 {
+		t.Fatalf("delete on a: %d %s", status, body)
+	}
+	deleted := time.Now()
+	for {
+		status, body := do(b, "GET", "/api/v2.0/devices/", created.Token, "")
+		if status == 401 && strings.Contains(body, "401002") {
+			t.Logf("refused by the other process %v after the delete", time.Since(deleted))
+			return
+		}
+		if time.Since(deleted) > time.Second {
+			t.Fatalf("process b still answers %d 1 s after the delete", status)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
