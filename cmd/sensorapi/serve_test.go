@@ -156,15 +156,7 @@ func waitReady(t *testing.T, url string) {
 func TestAccountCreatePrintsOnlyToken(t *testing.T) {
 	bin := buildBinary(t)
 	ctx := context.Background()
-	run := func(args ...string) string {
-		cmd := exec.CommandContext(ctx, bin, args...)
-		cmd.Env = append(os.Environ(), "DATABASE_URL="+env.DSN)
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("%v: %v", args, err)
-		}
-		return string(out)
-	}
+	run := func(args ...string) string { return runCLI(t, bin, args...) }
 	for _, out := range []string{run("account", "create", "cli-acme"), run("token", "create", "--account", "cli-acme")} {
 		tok := strings.TrimSuffix(out, "\n")
 		if len(tok) < 32 || strings.ContainsAny(tok, " \n\t") {
@@ -179,20 +171,24 @@ func TestAccountCreatePrintsOnlyToken(t *testing.T) {
 	}
 }
 
+// runCLI runs the binary on the test database and returns its stdout.
+func runCLI(t *testing.T, bin string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), "DATABASE_URL="+env.DSN)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%v: %v", args, err)
+	}
+	return string(out)
+}
+
 // TestTokenCLI: a device token is created for a device, listed with it, and revoked
 // by its id.
 func TestTokenCLI(t *testing.T) {
 	bin := buildBinary(t)
 	ctx := context.Background()
-	run := func(args ...string) string {
-		cmd := exec.CommandContext(ctx, bin, args...)
-		cmd.Env = append(os.Environ(), "DATABASE_URL="+env.DSN)
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("%v: %v", args, err)
-		}
-		return string(out)
-	}
+	run := func(args ...string) string { return runCLI(t, bin, args...) }
 	if _, err := env.DB.ExecContext(ctx, `INSERT INTO devices (account_id, label, name)
 		SELECT id, 'cli-dev', 'cli-dev' FROM accounts WHERE name = 'admin'`); err != nil {
 		t.Fatal(err)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,26 +13,13 @@ import (
 
 	"github.com/sensordata/sensorapi/pkg/store"
 	"github.com/sensordata/sensorapi/pkg/testenv"
-	"github.com/sensordata/sensorapi/testcontainers"
 )
 
 // TestDatabaseOutage stops the database under a running server: data routes and
 // /readyz answer 503 quickly, and the same server recovers once the database is back.
 func TestDatabaseOutage(t *testing.T) {
-	if os.Getenv("TEST_DATABASE_URL") != "" {
-		t.Skip("needs a container of its own to stop")
-	}
+	e, tsdb := testenv.Stoppable(t, true)
 	ctx := context.Background()
-	tsdb, err := testcontainers.Start(ctx, testcontainers.Options{Fast: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = tsdb.Terminate(context.Background()) })
-	e, err := testenv.New(ctx, tsdb.DSN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(e.Close)
 	c := e.Client(t)
 	if r := c.Get("/api/v2.0/account"); r.Status != 200 {
 		t.Fatalf("before outage: %d %s", r.Status, r.Body)
@@ -77,20 +63,8 @@ func TestDatabaseOutage(t *testing.T) {
 // whole, no message is stored in part, requests during the outage fail fast with 503,
 // and writing resumes without a restart.
 func TestOutageDuringIngestion(t *testing.T) {
-	if os.Getenv("TEST_DATABASE_URL") != "" {
-		t.Skip("needs a container of its own to stop")
-	}
+	e, tsdb := testenv.Stoppable(t, false)
 	ctx := context.Background()
-	tsdb, err := testcontainers.Start(ctx, testcontainers.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = tsdb.Terminate(context.Background()) })
-	e, err := testenv.New(ctx, tsdb.DSN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(e.Close)
 	c := e.Client(t)
 
 	const writers, batch = 32, 2
@@ -169,7 +143,7 @@ func TestOutageDuringIngestion(t *testing.T) {
 		N     int64 `bun:"n"`
 		Count int   `bun:"count"`
 	}
-	err = e.DB.NewRaw(`SELECT value::bigint AS n, count(*) AS count FROM "values" GROUP BY value`).Scan(ctx, &rows)
+	err := e.DB.NewRaw(`SELECT value::bigint AS n, count(*) AS count FROM "values" GROUP BY value`).Scan(ctx, &rows)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,20 +33,10 @@ func newScoped(t *testing.T, c *testenv.Client) scoped {
 	}
 	s.varID = s.full.Get("/api/v2.0/devices/~own/variables/~t/").Object(t)["id"].(string)
 	s.otherVarID = s.full.Get("/api/v2.0/devices/~other/variables/~t/").Object(t)["id"].(string)
-	s.read = s.full.As(createToken(t, s.full, "/api/v2.0/tokens/", map[string]any{"label": "dash", "scope": "read"}))
-	s.device = s.full.As(createToken(t, s.full, "/api/v2.0/devices/~own/tokens/", map[string]any{"label": "fw"}))
-	s.otherDevice = s.full.As(createToken(t, s.full, "/api/v2.0/devices/~other/tokens/", map[string]any{"label": "fw2"}))
+	s.read = s.full.As(s.full.NewToken("/api/v2.0/tokens/", map[string]any{"label": "dash", "scope": "read"}))
+	s.device = s.full.As(s.full.NewToken("/api/v2.0/devices/~own/tokens/", map[string]any{"label": "fw"}))
+	s.otherDevice = s.full.As(s.full.NewToken("/api/v2.0/devices/~other/tokens/", map[string]any{"label": "fw2"}))
 	return s
-}
-
-// createToken posts a token and returns its secret.
-func createToken(t *testing.T, c *testenv.Client, path string, body map[string]any) string {
-	t.Helper()
-	r := c.Post(path, body)
-	if r.Status != 201 {
-		t.Fatalf("create token: %d %s", r.Status, r.Body)
-	}
-	return r.Object(t)["token"].(string)
 }
 
 // operation is one method on one path of the OpenAPI document.

@@ -2,34 +2,20 @@ package mqtt_test
 
 import (
 	"context"
-	"os"
 	"testing"
 	"time"
 
 	paho "github.com/eclipse/paho.mqtt.golang"
 
 	"github.com/sensordata/sensorapi/pkg/testenv"
-	"github.com/sensordata/sensorapi/testcontainers"
 )
 
 // TestOutageNoPubackThenRedelivery: with the database down a QoS 1 publish gets no
 // PUBACK and its connection is closed; the client reconnects after the restart,
 // sends the message again, and it is stored exactly once.
 func TestOutageNoPubackThenRedelivery(t *testing.T) {
-	if os.Getenv("TEST_DATABASE_URL") != "" {
-		t.Skip("needs a container of its own to stop")
-	}
+	e, tsdb := testenv.Stoppable(t, true)
 	ctx := context.Background()
-	tsdb, err := testcontainers.Start(ctx, testcontainers.Options{Fast: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = tsdb.Terminate(context.Background()) })
-	e, err := testenv.New(ctx, tsdb.DSN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(e.Close)
 	in := start(t, e.Client(t))
 	post(t, in.http, "outage", "t", 1, 1) // device and variable exist and are cached
 
@@ -58,7 +44,7 @@ func TestOutageNoPubackThenRedelivery(t *testing.T) {
 		t.Fatalf("no PUBACK after the restart: %v", tk.Error())
 	}
 	var n int
-	err = e.DB.NewRaw(`SELECT count(*) FROM "values" WHERE ts = to_timestamp(0.777) AND value = 42`).Scan(ctx, &n)
+	err := e.DB.NewRaw(`SELECT count(*) FROM "values" WHERE ts = to_timestamp(0.777) AND value = 42`).Scan(ctx, &n)
 	if err != nil || n != 1 {
 		t.Fatalf("the message is stored %d times (%v), want once", n, err)
 	}

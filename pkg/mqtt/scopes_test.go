@@ -6,19 +6,7 @@ import (
 	"time"
 
 	paho "github.com/eclipse/paho.mqtt.golang"
-
-	"github.com/sensordata/sensorapi/pkg/testenv"
 )
-
-// tokenFor creates a token through the HTTP token routes and returns its secret.
-func tokenFor(t *testing.T, full *testenv.Client, path string, body map[string]any) string {
-	t.Helper()
-	r := full.Post(path, body)
-	if r.Status != 201 {
-		t.Fatalf("create token: %d %s", r.Status, r.Body)
-	}
-	return r.Object(t)["token"].(string)
-}
 
 // refused checks that a 3.1.1 subscription was refused (SUBACK 0x80).
 func refused(t *testing.T, c paho.Client, filter string) {
@@ -38,8 +26,8 @@ func TestDeviceTokenTopics(t *testing.T) {
 	full := in.http.As(env.NewAccount(t))
 	post(t, full, "mine", "t", 1, 100)
 	post(t, full, "theirs", "t", 1, 100)
-	dev := tokenFor(t, full, "/api/v2.0/devices/~mine/tokens/", map[string]any{"label": "fw"})
-	read := tokenFor(t, full, "/api/v2.0/tokens/", map[string]any{"label": "dash", "scope": "read"})
+	dev := full.NewToken("/api/v2.0/devices/~mine/tokens/", map[string]any{"label": "fw"})
+	read := full.NewToken("/api/v2.0/tokens/", map[string]any{"label": "dash", "scope": "read"})
 
 	c := connect(t, in.addr, dev)
 	own := subscribe(t, c, "v1.6/devices/mine/+/lv")

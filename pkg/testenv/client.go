@@ -217,3 +217,13 @@ func (c *Client) Patch(path string, body any) Response {
 }
 
 func (c *Client) Delete(path string) Response { c.t.Helper(); return c.Do("DELETE", path, nil) }
+
+// NewToken creates a token through a token route (API.md §13) and returns its secret.
+func (c *Client) NewToken(path string, body any) string {
+	c.t.Helper()
+	r := c.Post(path, body)
+	if r.Status != http.StatusCreated {
+		c.t.Fatalf("create token at %s: %d %s", path, r.Status, r.Body)
+	}
+	return r.Object(c.t)["token"].(string)
+}

@@ -132,3 +132,25 @@ func redact(dsn string) string {
 	}
 	return u.Redacted()
 }
+
+// Stoppable starts a TimescaleDB container of the test's own, which the test may stop
+// and restart (outage tests), with a migrated database on it; both go when the test
+// ends. fast turns off fsync. Tests that need it are skipped with TEST_DATABASE_URL.
+func Stoppable(t testing.TB, fast bool) (*Env, *testcontainers.TimescaleDB) {
+	t.Helper()
+	if os.Getenv("TEST_DATABASE_URL") != "" {
+		t.Skip("needs a container of its own to stop")
+	}
+	ctx := context.Background()
+	tsdb, err := testcontainers.Start(ctx, testcontainers.Options{Fast: fast})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tsdb.Terminate(context.Background()) })
+	e, err := New(ctx, tsdb.DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Close)
+	return e, tsdb
+}
