@@ -23,7 +23,7 @@ type session struct {
 	closed    bool
 	out       chan packets.Packet // deliveries, written in order by one goroutine
 	filters   map[string]filter   // by the filter as subscribed
-	delivered map[delivery]int64  // newest timestamp sent per filter and variable
+	delivered map[delivery]sent   // newest value sent per filter and variable
 	pending   map[uint16][]string // filters waiting for their SUBACK to be sent
 }
 
@@ -32,9 +32,15 @@ type delivery struct {
 	filter, device, variable string
 }
 
+// sent is the last value a subscription got for a variable.
+type sent struct {
+	timestamp int64
+	payload   string
+}
+
 func newSession(cl *mochi.Client, account int64, token string) *session {
 	s := &session{cl: cl, account: account, token: token, out: make(chan packets.Packet, outboundQueue),
-		filters: map[string]filter{}, delivered: map[delivery]int64{}, pending: map[uint16][]string{}}
+		filters: map[string]filter{}, delivered: map[delivery]sent{}, pending: map[uint16][]string{}}
 	go s.write()
 	return s
 }
@@ -86,8 +92,9 @@ func (s *session) unsubscribe(filters []string) {
 }
 
 // offer queues v on every subscription of the session that matches it (only those
-// named in only, when given), unless a newer value went out there already. It tells
-// how many packets were queued, and false when the subscriber cannot keep up.
+// named in only, when given), unless a newer value, or this same one, went out there
+// already (a subscription's initial read and a notification may bring the same value).
+// It tells how many packets were queued, and false when the subscriber cannot keep up.
 func (s *session) offer(v lastValue, only ...string) (int, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -97,12 +104,13 @@ func (s *session) offer(v lastValue, only ...string) (int, bool) {
 			continue
 		}
 		k := delivery{name, v.Device, v.Variable}
-		if last, ok := s.delivered[k]; ok && v.Timestamp < last {
+		now := sent{v.Timestamp, string(f.payload(v))}
+		if last, ok := s.delivered[k]; ok && (now.timestamp < last.timestamp || now == last) {
 			continue
 		}
-		s.delivered[k] = v.Timestamp
+		s.delivered[k] = now
 		pk := packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Publish}, TopicName: f.topic(v.Device, v.Variable),
-			Payload: f.payload(v)}
+			Payload: []byte(now.payload)}
 		select {
 		case s.out <- pk:
 			n++
