@@ -21,6 +21,12 @@ import (
 type Options struct {
 	// Fast turns off fsync: for tests, where a crash loses nothing of value.
 	Fast bool
+	// Network and Alias put the container on a Docker network under a name that the
+	// other containers on it can reach (a replica reaches its primary so).
+	Network, Alias string
+
+	// script, when set, runs with bash instead of the image's command (a replica).
+	script string
 }
 
 // TimescaleDB is a running database container published on 127.0.0.1 at a fixed
@@ -52,12 +58,17 @@ func Start(ctx context.Context, opts Options) (*TimescaleDB, error) {
 	if opts.Fast {
 		cmd = append(cmd, "-c", "fsync=off", "-c", "full_page_writes=off")
 	}
+	var entrypoint []string
+	if opts.script != "" {
+		entrypoint, cmd = []string{"bash", "-c", opts.script}, nil
+	}
 	dsn := fmt.Sprintf("postgres://postgres:postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
 	req := tc.ContainerRequest{
 		Image:        img,
 		ExposedPorts: []string{"5432/tcp"},
 		Env:          map[string]string{"POSTGRES_PASSWORD": "postgres", "POSTGRES_DB": "postgres"},
 		Cmd:          cmd,
+		Entrypoint:   entrypoint,
 		HostConfigModifier: func(hc *container.HostConfig) {
 			hc.PortBindings = network.PortMap{
 				network.MustParsePort("5432/tcp"): {{HostIP: netip.MustParseAddr("127.0.0.1"), HostPort: strconv.Itoa(port)}},
@@ -66,6 +77,8 @@ func Start(ctx context.Context, opts Options) (*TimescaleDB, error) {
 		// The local image logs "ready to accept connections" only once (initdb ran at
 		// build time), the official one twice: a successful query is the one signal
 		// both give.
+		Networks:       networks(opts),
+		NetworkAliases: aliases(opts),
 		WaitingFor: wait.ForSQL("5432/tcp", "pgx", func(string, network.Port) string { return dsn }).
 			WithStartupTimeout(2 * time.Minute).WithPollInterval(250 * time.Millisecond),
 	}
@@ -93,6 +106,20 @@ func (t *TimescaleDB) Restart(ctx context.Context) error {
 // Terminate removes the container and its data.
 func (t *TimescaleDB) Terminate(ctx context.Context) error {
 	return t.container.Terminate(ctx)
+}
+
+func networks(o Options) []string {
+	if o.Network == "" {
+		return nil
+	}
+	return []string{o.Network}
+}
+
+func aliases(o Options) map[string][]string {
+	if o.Network == "" || o.Alias == "" {
+		return nil
+	}
+	return map[string][]string{o.Network: {o.Alias}}
 }
 
 func freePort() (int, error) {

@@ -65,8 +65,11 @@ Example:
 	srv := &api.Server{DB: db, Config: cfg, Log: log, Metrics: metrics.New(db.Pool)}
 	// The pipeline outlives ctx until HTTP has finished its requests (listen returns).
 	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
+	if err := srv.Start(bg); err != nil {
+		stop()
+		return err
+	}
 	defer func() { stop(); <-srv.Ingest.Done() }()
-	srv.Start(bg)
 	if cfg.MQTT.Addr != "" || cfg.MQTT.TLSAddr != "" {
 		broker, err := srv.StartMQTT(cfg.MQTT)
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"reflect"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -26,10 +27,15 @@ func (s *Server) explain(c *gin.Context, q querybuilder.Query) (bool, error) {
 	}
 }
 
-// runCompiled runs a compiled statement, logging it with its duration at debug level.
+// runCompiled runs a compiled statement (on a replica when there are any, API.md §15),
+// logging it with its duration at debug level.
 func (s *Server) runCompiled(c *gin.Context, q querybuilder.Query, dest any) error {
 	start := time.Now()
-	err := s.DB.NewRaw(q.SQL, store.BindArgs(q.Args)...).Scan(c, dest)
+	err := s.Replicas.Read(c, func(db *store.DB) error {
+		// a replica that failed half-way may have filled part of dest: start afresh
+		reflect.ValueOf(dest).Elem().SetZero()
+		return db.NewRaw(q.SQL, store.BindArgs(q.Args)...).Scan(c, dest)
+	})
 	s.Log.DebugContext(c, "compiled statement", "request_id", requestID(c), "sql", q.SQL,
 		"duration_ms", float64(time.Since(start).Microseconds())/1000)
 	return err

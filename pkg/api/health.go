@@ -15,7 +15,8 @@ import (
 
 func (s *Server) healthz(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) }
 
-// readyz is 200 when the database answers and the schema is migrated.
+// readyz is 200 when the database answers and the schema is migrated; it lists the
+// replicas' states, which never make the instance unready.
 func (s *Server) readyz(c *gin.Context) {
 	ctx, cancel := context.WithTimeout(c, 2*time.Second)
 	defer cancel()
@@ -24,7 +25,11 @@ func (s *Server) readyz(c *gin.Context) {
 		s.writeError(c, apierr.Unavailable)
 		return
 	}
-	c.JSON(http.StatusOK, gin.H{"status": "ready"})
+	body := gin.H{"status": "ready"}
+	if st := s.Replicas.Status(); len(st) > 0 {
+		body["replicas"] = st
+	}
+	c.JSON(http.StatusOK, body)
 }
 
 // openAPI serves docs/openapi.yaml as JSON, converted once when the engine is built.

@@ -9,13 +9,23 @@ import (
 	"github.com/sensordata/sensorapi/pkg/ingest"
 	"github.com/sensordata/sensorapi/pkg/mqtt"
 	"github.com/sensordata/sensorapi/pkg/notify"
+	"github.com/sensordata/sensorapi/pkg/store"
 )
 
 // Start builds and runs what an instance keeps between requests: the LISTEN
-// connection, the caches it invalidates and the ingestion pipeline. They stop when ctx
-// ends; call it once, before serving. Stop HTTP (and MQTT) first so that no message
-// is queued after the pipeline's committers return.
-func (s *Server) Start(ctx context.Context) {
+// connection, the caches it invalidates, the ingestion pipeline and the replicas. They
+// stop when ctx ends; call it once, before serving. Stop HTTP (and MQTT) first so that
+// no message is queued after the pipeline's committers return.
+func (s *Server) Start(ctx context.Context) error {
+	replicas, err := store.NewReplicas(s.DB, s.Config.ReplicaURLs, s.Config.ReplicaMaxLag, s.Config.QueryTimeout,
+		s.Metrics.Registry, s.Log)
+	if err != nil {
+		return err
+	}
+	s.Replicas = replicas
+	go func() { <-ctx.Done(); replicas.Close() }()
+	replicas.Run(ctx)
+
 	inv := cache.NewRouter()
 	s.Invalidations = inv
 	s.Listener = notify.New(s.DB.Pool.Config().ConnConfig, s.Log, cache.Channel, notify.LastValueChannel)
@@ -40,6 +50,7 @@ func (s *Server) Start(ctx context.Context) {
 	s.Listener.OnReset(s.Ingest.Purge)
 	go s.Listener.Run(ctx)
 	go s.Ingest.Run(ctx)
+	return nil
 }
 
 // StartMQTT runs the embedded MQTT broker on this instance's caches, pipeline and

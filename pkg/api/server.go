@@ -31,6 +31,7 @@ type Server struct {
 	Invalidations *cache.Router
 	Tokens        *auth.Tokens
 	Ingest        *ingest.Pipeline
+	Replicas      *store.Replicas
 
 	limits *limiters // per-token rate limits; nil when off
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sensordata/sensorapi/pkg/apierr"
 	"github.com/sensordata/sensorapi/pkg/ingest"
+	"github.com/sensordata/sensorapi/pkg/store"
 	"github.com/sensordata/sensorapi/pkg/validate"
 )
 
@@ -27,7 +28,18 @@ func (s *Server) valueRoutes(v16 *gin.RouterGroup) {
 	v16.POST("/collections/values", wrap(s.postCollection))
 }
 
-func (s *Server) valueStore() *ingest.Store { return &ingest.Store{Pool: s.DB.Pool} }
+// readValues runs a value read (lists, lv, v1.6 statistics) on a replica when there
+// are any (API.md §15), with the store on that replica's pool.
+func (s *Server) readValues(c *gin.Context, read func(st *ingest.Store, key int64) error) error {
+	return s.Replicas.Read(c, func(db *store.DB) error {
+		st := &ingest.Store{Pool: db.Pool}
+		key, err := pathVariable(c, st)
+		if err != nil {
+			return err
+		}
+		return read(st, key)
+	})
+}
 
 // parser reads the body and prepares a dot parser; dots without a timestamp get the
 // request's ?timestamp, else the arrival time.
@@ -165,8 +177,8 @@ func (s *Server) postCollection(c *gin.Context) error {
 }
 
 // pathVariable resolves the variable named by the path (id, or device and variable
-// labels) and returns the value store to read or delete its values with.
-func (s *Server) pathVariable(c *gin.Context) (*ingest.Store, int64, error) {
+// labels) to its key.
+func pathVariable(c *gin.Context, st *ingest.Store) (int64, error) {
 	v := ingest.Variable{ID: c.Param("id")}
 	valid := validate.IsID(v.ID)
 	if v.ID == "" {
@@ -176,25 +188,24 @@ func (s *Server) pathVariable(c *gin.Context) (*ingest.Store, int64, error) {
 		valid = devOK && varOK
 	}
 	if !valid { // it can name nothing: answer without asking the database
-		return nil, 0, apierr.NotFound(fmt.Sprintf("Variable '%s' was not found.", v))
+		return 0, apierr.NotFound(fmt.Sprintf("Variable '%s' was not found.", v))
 	}
-	st := s.valueStore()
-	key, err := st.Resolve(c, account(c).ID, v)
-	return st, key, err
+	return st.Resolve(c, account(c).ID, v)
 }
 
 // getValues: newest first, start/end inclusive, page/page_size (default 100, max 10000).
 func (s *Server) getValues(c *gin.Context) error {
-	st, key, err := s.pathVariable(c)
-	if err != nil {
-		return err
-	}
-	r, err := queryRange(c)
-	if err != nil {
-		return err
-	}
 	page, size := intParam(c, "page", 1, 1, 1<<31), intParam(c, "page_size", 100, 1, 10000)
-	dots, more, err := st.Page(c, key, r, (page-1)*size, size)
+	var dots []ingest.StoredDot
+	var more bool
+	err := s.readValues(c, func(st *ingest.Store, key int64) error {
+		r, err := queryRange(c)
+		if err != nil {
+			return err
+		}
+		dots, more, err = st.Page(c, key, r, (page-1)*size, size)
+		return err
+	})
 	if err != nil {
 		return err
 	}
@@ -215,11 +226,11 @@ func (s *Server) getValues(c *gin.Context) error {
 
 // getLastValue answers the newest value as a bare number (null without values).
 func (s *Server) getLastValue(c *gin.Context) error {
-	st, key, err := s.pathVariable(c)
-	if err != nil {
+	var d *ingest.StoredDot
+	err := s.readValues(c, func(st *ingest.Store, key int64) (err error) {
+		d, err = st.Last(c, key)
 		return err
-	}
-	d, err := st.Last(c, key)
+	})
 	if err != nil {
 		return err
 	}
@@ -232,7 +243,8 @@ func (s *Server) getLastValue(c *gin.Context) error {
 }
 
 func (s *Server) deleteValues(c *gin.Context) error {
-	st, key, err := s.pathVariable(c)
+	st := &ingest.Store{Pool: s.DB.Pool} // a write: the primary
+	key, err := pathVariable(c, st)
 	if err != nil {
 		return err
 	}
@@ -253,15 +265,15 @@ func (s *Server) getStatistic(c *gin.Context) error {
 	if !ingest.IsStatistic(agg) {
 		return apierr.Invalid("agg", "Choose one of mean, variance, min, max, sum, count.")
 	}
-	st, key, err := s.pathVariable(c)
-	if err != nil {
+	var v *float64
+	err := s.readValues(c, func(st *ingest.Store, key int64) error {
+		r, err := pathRange(c)
+		if err != nil {
+			return err
+		}
+		v, err = st.Statistic(c, key, agg, r)
 		return err
-	}
-	r, err := pathRange(c)
-	if err != nil {
-		return err
-	}
-	v, err := st.Statistic(c, key, agg, r)
+	})
 	if err != nil {
 		return err
 	}

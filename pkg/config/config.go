@@ -30,6 +30,12 @@ type Config struct {
 	CacheSize int
 
 	MQTT MQTT
+
+	// ReplicaURLs are streaming replicas of DatabaseURL for the value-scanning reads
+	// (DATABASE_REPLICA_URL, comma-separated); ReplicaMaxLag is how long a read waits
+	// for one to replay the primary's position (SENSORAPI_REPLICA_MAX_LAG).
+	ReplicaURLs   []string
+	ReplicaMaxLag time.Duration
 }
 
 // MQTT configures the embedded broker (API.md §12, docs/mqtt.md).
@@ -51,14 +57,15 @@ type Ingest struct {
 // Defaults is the configuration with nothing set.
 func Defaults() Config {
 	return Config{
-		Addr:         ":8080",
-		MaxBodyBytes: 16 << 20,
-		QueryTimeout: 30 * time.Second,
-		Ingest:       Ingest{BatchDots: 2000, QueueDots: 100_000, QueueWait: 2 * time.Second, Committers: 2},
-		CacheTTL:     30 * time.Second,
-		CacheSize:    100_000,
-		LogLevel:     slog.LevelInfo,
-		MQTT:         MQTT{Addr: ":1883"},
+		Addr:          ":8080",
+		MaxBodyBytes:  16 << 20,
+		QueryTimeout:  30 * time.Second,
+		Ingest:        Ingest{BatchDots: 2000, QueueDots: 100_000, QueueWait: 2 * time.Second, Committers: 2},
+		CacheTTL:      30 * time.Second,
+		CacheSize:     100_000,
+		LogLevel:      slog.LevelInfo,
+		MQTT:          MQTT{Addr: ":1883"},
+		ReplicaMaxLag: time.Second,
 	}
 }
 
@@ -71,6 +78,11 @@ func FromEnv() (Config, error) {
 	c.PublicURL = strings.TrimRight(os.Getenv("SENSORAPI_PUBLIC_URL"), "/")
 	if v, ok := os.LookupEnv("SENSORAPI_MQTT_ADDR"); ok {
 		c.MQTT.Addr = v // set but empty turns the plain listener off
+	}
+	for _, u := range strings.Split(os.Getenv("DATABASE_REPLICA_URL"), ",") {
+		if u = strings.TrimSpace(u); u != "" {
+			c.ReplicaURLs = append(c.ReplicaURLs, u)
+		}
 	}
 	c.MQTT.TLSAddr = os.Getenv("SENSORAPI_MQTT_TLS_ADDR")
 	c.MQTT.TLSCert = os.Getenv("SENSORAPI_MQTT_TLS_CERT")
@@ -130,6 +142,7 @@ func (c *Config) pipelineFromEnv() error {
 	}{
 		{"SENSORAPI_INGEST_QUEUE_WAIT", &c.Ingest.QueueWait},
 		{"SENSORAPI_CACHE_TTL", &c.CacheTTL},
+		{"SENSORAPI_REPLICA_MAX_LAG", &c.ReplicaMaxLag},
 	} {
 		if err := positiveDuration(p.name, p.dst); err != nil {
 			return err

@@ -116,7 +116,10 @@ func (e *Env) serve(t testing.TB, db *store.DB, cfg config.Config) *Client {
 	t.Helper()
 	srv := &api.Server{DB: db, Config: cfg, Log: e.Log, Metrics: metrics.New(db.Pool)}
 	ctx, stop := context.WithCancel(context.Background())
-	srv.Start(ctx)
+	if err := srv.Start(ctx); err != nil {
+		stop()
+		t.Fatal(err)
+	}
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(func() { ts.Close(); stop(); <-srv.Ingest.Done() })
 	for deadline := time.Now().Add(10 * time.Second); !srv.Listener.Healthy(); {
