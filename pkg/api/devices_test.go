@@ -32,10 +32,14 @@ func TestDeviceCreateDefaults(t *testing.T) {
 	}
 	want := fmt.Sprintf(`{"id":%q,"label":"kitchen-1.a:b_c","name":"kitchen-1.a:b_c","description":"",
 		"isActive":true,"lastActivity":null,"organization":null,"position":{},"tags":[],"properties":{},
-		"url":"%[2]s/api/v2.0/devices/%[1]s","variables":"%[2]s/api/v2.0/devices/%[1]s/variables",
+		"url":"%[2]s/api/v2.0/devices/%[1]s","variables":"%[2]s/api/v2.0/devices/%[1]s/variables/",
 		"variablesNumber":0,"createdAt":%[3]q}`, id, c.URL, d["createdAt"])
 	for _, path := range []string{"/" + id, "/" + id + "/", "/~kitchen-1.a:b_c", "/~KITCHEN-1.A:B_C"} {
 		expectJSON(t, c.Get(devicesPath+path), 200, want)
+	}
+	// the variables URL, followed as given, lists the Device's Variables
+	if r := c.Get(strings.TrimPrefix(jsonString(d, "variables"), c.URL)); r.Status != 200 || !strings.Contains(string(r.Body), `"count":0`) {
+		t.Fatalf("following variables: %d %s", r.Status, r.Body)
 	}
 }
 
@@ -58,7 +62,7 @@ func TestDeviceCreateAllFields(t *testing.T) {
 		"isActive":false,"lastActivity":null,
 		"organization":{"id":%[4]q,"label":"acme","name":"Acme Inc.","url":"%[2]s/api/v2.0/organizations/%[4]s"},
 		"position":{"lat":-33.5,"lng":151.25},"tags":["b","a"],"properties":%[5]s,
-		"url":"%[2]s/api/v2.0/devices/%[1]s","variables":"%[2]s/api/v2.0/devices/%[1]s/variables",
+		"url":"%[2]s/api/v2.0/devices/%[1]s","variables":"%[2]s/api/v2.0/devices/%[1]s/variables/",
 		"variablesNumber":0,"createdAt":%[3]q}`, id, c.URL, d["createdAt"], org, wantProps)
 	expectJSON(t, c.Get(devicesPath+"/"+id), 200, want)
 
@@ -355,7 +359,7 @@ func TestDeviceListFilters(t *testing.T) {
 		{"", []string{"tmp-delta", "gamma", "beta", "alpha"}},
 		{"id=" + ids["beta"], []string{"beta"}},
 		{"id=nothex", []string{}},
-		{"id__in=" + ids["alpha"] + "," + ids["gamma"] + ",bogus", []string{}},
+		{"id__in=" + ids["alpha"] + "," + ids["gamma"] + ",bogus", []string{"gamma", "alpha"}}, // each item stands alone (API.md §3)
 		{"id__in=" + ids["alpha"] + "," + ids["gamma"], []string{"gamma", "alpha"}},
 		{"id!=" + ids["alpha"], []string{"tmp-delta", "gamma", "beta"}},
 		{"label=beta", []string{"beta"}},

@@ -204,6 +204,7 @@ func TestVariableLists(t *testing.T) {
 		{variablesPath + "?label=temp", []string{"b/temp", "a/temp"}},
 		{variablesPath + "?id=" + ids["a/hum"], []string{"a/hum"}},
 		{variablesPath + "?id__in=" + ids["a/hum"] + "," + ids["b/co2"], []string{"b/co2", "a/hum"}},
+		{variablesPath + "?id__in=" + ids["a/hum"] + ",zzz", []string{"a/hum"}}, // a malformed item spoils nothing
 		{variablesPath + "?device=" + jsonString(a, "id"), []string{"a/hum", "a/temp"}},
 		{variablesPath + "?device__id=" + jsonString(a, "id"), []string{"a/hum", "a/temp"}},
 		{variablesPath + "?device__label=b", []string{"b/co2", "b/temp"}},

@@ -64,7 +64,7 @@ func (d *Device) JSON(base string) DeviceJSON {
 		ID: d.PublicID, Label: d.Label, Name: d.Name, Description: d.Description,
 		IsActive: d.IsActive, LastActivity: Millis(d.LastActivity),
 		Position: Position(d.Properties), Tags: nonNil(d.Tags), Properties: objectOrEmpty(d.Properties),
-		URL: url, Variables: url + "/variables", VariablesNumber: d.VariablesNumber,
+		URL: url, Variables: url + "/variables/", VariablesNumber: d.VariablesNumber,
 		CreatedAt: Timestamp(d.CreatedAt),
 	}
 	if d.OrgPublicID != nil {

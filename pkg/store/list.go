@@ -197,8 +197,15 @@ func filterCond(f Field, lookup, v string) cond {
 	}
 	switch lookup {
 	case "in":
-		vals, ok := values(f.Kind, splitList(v))
-		if !ok || len(vals) == 0 {
+		// each item stands alone (API.md §3): a malformed one matches nothing and
+		// spoils nothing
+		var vals []any
+		for _, item := range splitList(v) {
+			if one, ok := values(f.Kind, []string{item}); ok {
+				vals = append(vals, one...)
+			}
+		}
+		if len(vals) == 0 {
 			return nothing
 		}
 		return cond{sql: col + " IN (?)", args: []any{bun.List(vals)}}
