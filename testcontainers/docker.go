@@ -22,11 +22,14 @@ func EnsureDocker(ctx context.Context) error {
 	if dockerAnswers(ctx) {
 		return nil
 	}
+	defer steps.end()
 	if _, err := exec.LookPath("dockerd"); err != nil {
+		steps.begin("installing Docker (apt-get install docker.io)")
 		if err := installDocker(ctx); err != nil {
 			return err
 		}
 	}
+	steps.begin("starting dockerd")
 	if err := startDockerd(); err != nil {
 		return err
 	}

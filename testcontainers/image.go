@@ -63,11 +63,28 @@ func BuildLocalImage(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Minute)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, "bash", filepath.Join(dir, "build.sh"), LocalImage).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("build %s from Debian packages: %w: %s", LocalImage, err, tail(out))
+	defer steps.end()
+	out := &stepLines{p: steps}
+	cmd := exec.CommandContext(ctx, "bash", filepath.Join(dir, "build.sh"), LocalImage)
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("build %s from Debian packages: %w: %s", LocalImage, err, tail(out.kept))
 	}
 	return nil
+}
+
+// Ready tells whether Docker answers and a TimescaleDB image is present already, so
+// that preparing takes no time.
+func Ready(ctx context.Context) bool {
+	if !dockerAnswers(ctx) {
+		return false
+	}
+	for _, img := range []string{os.Getenv("TIMESCALEDB_IMAGE"), OfficialImage, LocalImage} {
+		if img != "" && imagePresent(ctx, img) {
+			return true
+		}
+	}
+	return false
 }
 
 func imagePresent(ctx context.Context, img string) bool {
@@ -77,6 +94,8 @@ func imagePresent(ctx context.Context, img string) bool {
 func pull(ctx context.Context, img string) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
+	steps.begin("docker pull " + img)
+	defer steps.end()
 	out, err := exec.CommandContext(ctx, "docker", "pull", "-q", img).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("docker pull %s: %w: %s", img, err, tail(out))

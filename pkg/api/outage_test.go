@@ -233,8 +233,7 @@ func TestQueryTimeoutAnswersJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = db.Close() })
-	c := env.ClientWith(t, env.Config())
-	c.Server.DB = db
+	c := env.Serve(t, db, env.Config())
 	body := fmt.Sprintf(`{"start":0,"end":%d,"variables":[{"variable":"%s"}],"aggregations":["p25","p50","p75","std"]}`,
 		int64(len(points))*1000, s.VariableID)
 	r := c.Post("/api/v2.0/data/statistics", body)

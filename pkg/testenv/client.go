@@ -95,7 +95,7 @@ func (e *Env) Client(t testing.TB) *Client {
 // ClientWith is Client with a given configuration.
 func (e *Env) ClientWith(t testing.TB, cfg config.Config) *Client {
 	t.Helper()
-	return e.serve(t, e.DB, cfg)
+	return e.Serve(t, e.DB, cfg)
 }
 
 // Instance starts another instance of the service on the same database, as a second
@@ -108,11 +108,12 @@ func (e *Env) Instance(t testing.TB) *Client {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = db.Close() })
-	return e.serve(t, db, e.Config())
+	return e.Serve(t, db, e.Config())
 }
 
-// serve runs a server on db until the test ends, once its listener is up.
-func (e *Env) serve(t testing.TB, db *store.DB, cfg config.Config) *Client {
+// Serve runs a server on db (a handle of the test's own, e.g. with another statement
+// timeout) until the test ends, once its listener is up.
+func (e *Env) Serve(t testing.TB, db *store.DB, cfg config.Config) *Client {
 	t.Helper()
 	srv := &api.Server{DB: db, Config: cfg, Log: e.Log, Metrics: metrics.New(db.Pool)}
 	ctx, stop := context.WithCancel(context.Background())

@@ -16,6 +16,11 @@ import (
 func main() {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
+	if !testcontainers.Ready(ctx) {
+		fmt.Fprintln(os.Stderr, "prepare: first run on this machine: installing Docker and/or building a TimescaleDB "+
+			"image from Debian packages (no container registry needs to be reachable). This takes a few minutes, once; "+
+			"each step is printed as it starts, with a line every 10 s while it runs.")
+	}
 	if err := testcontainers.EnsureDocker(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "prepare:", err)
 		os.Exit(1)
