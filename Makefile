@@ -8,11 +8,21 @@ export PATH := $(PATH):/usr/local/go/bin
 GO ?= go
 BIN := bin/sensorapi
 
-.PHONY: run build test test-tools prepare vet lint bench bench-fleet bench-mqtt fuzz fuzz-short loadtest image clean
+.PHONY: run reset build test test-tools prepare vet lint bench bench-fleet bench-mqtt fuzz fuzz-short loadtest image clean
 
-## run: build and serve on :8080 (starts TimescaleDB itself without DATABASE_URL)
+## run: build and serve on :8080 (starts TimescaleDB itself without DATABASE_URL; its
+## data lives in the Docker volume $(DATA_VOLUME) and survives restarts)
+DATA_VOLUME ?= sensorapi-data
 run: build prepare
-	./$(BIN) serve
+	SENSORAPI_DATA_VOLUME=$(DATA_VOLUME) ./$(BIN) serve
+
+## reset: delete make run's data (the Docker volume) and its saved admin token, after
+## asking (FORCE=1: without asking)
+reset:
+	@if [ "$(FORCE)" != 1 ]; then printf 'Delete the volume $(DATA_VOLUME) (every device and value of make run) and its admin token? [y/N] '; \
+	  read answer; [ "$$answer" = y ] || { echo "kept"; exit 1; }; fi
+	docker volume rm -f $(DATA_VOLUME)
+	rm -f "$${XDG_CONFIG_HOME:-$$HOME/.config}/sensorapi/admin-token"
 
 build:
 	$(GO) build -o $(BIN) ./cmd/sensorapi

@@ -24,10 +24,16 @@ type Options struct {
 	// Network and Alias put the container on a Docker network under a name that the
 	// other containers on it can reach (a replica reaches its primary so).
 	Network, Alias string
+	// Volume names a Docker volume that holds the data directory, so the data
+	// outlives the container (`make run`); empty: the data goes with the container.
+	Volume string
 
 	// script, when set, runs with bash instead of the image's command (a replica).
 	script string
 }
+
+// DataDir is PGDATA in both the official and the local image.
+const DataDir = "/var/lib/postgresql/data"
 
 // TimescaleDB is a running database container published on 127.0.0.1 at a fixed
 // port, so that Stop and Start keep the DSN valid (the fault tests rely on it).
@@ -72,6 +78,12 @@ func Start(ctx context.Context, opts Options) (*TimescaleDB, error) {
 		HostConfigModifier: func(hc *container.HostConfig) {
 			hc.PortBindings = network.PortMap{
 				network.MustParsePort("5432/tcp"): {{HostIP: netip.MustParseAddr("127.0.0.1"), HostPort: strconv.Itoa(port)}},
+			}
+			if opts.Volume != "" {
+				// an empty named volume is filled from the image's data directory (the
+				// local image's cluster is initialised at build time; the official
+				// image initialises it on first start)
+				hc.Binds = append(hc.Binds, opts.Volume+":"+DataDir)
 			}
 		},
 		// The local image logs "ready to accept connections" only once (initdb ran at

@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/sensordata/sensorapi/pkg/api"
@@ -24,8 +26,12 @@ func serveCmd(ctx context.Context, args []string) error {
 		fmt.Fprint(fs.Output(), `Usage: sensorapi serve
 
 Runs the HTTP API and the MQTT broker (SENSORAPI_MQTT_ADDR, default :1883; empty
-turns it off). Without DATABASE_URL it starts a TimescaleDB container (removed on
-exit) and prints the admin token. Migrations are applied on start.
+turns it off). Migrations are applied on start.
+
+Without DATABASE_URL (make run) it starts a TimescaleDB container whose data lives in
+the Docker volume SENSORAPI_DATA_VOLUME (default sensorapi-data), so it survives
+restarts, and prints the admin token, kept in $XDG_CONFIG_HOME/sensorapi/admin-token
+(~/.config/...) so that the same one is printed each time. make reset deletes both.
 
 Example:
   SENSORAPI_ADDR=:9090 DATABASE_URL=postgres://postgres:postgres@127.0.0.1:5432/postgres sensorapi serve
@@ -39,15 +45,13 @@ Example:
 		return err
 	}
 	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
-	if cfg.DatabaseURL == "" {
-		log.Info("DATABASE_URL is not set: starting a TimescaleDB container (removed on exit)")
-		tsdb, err := testcontainers.Start(ctx, testcontainers.Options{})
+	local := cfg.DatabaseURL == ""
+	if local {
+		stop, err := startLocalDatabase(ctx, &cfg, log)
 		if err != nil {
-			return fmt.Errorf("start TimescaleDB: %w", err)
+			return err
 		}
-		defer func() { _ = tsdb.Terminate(context.Background()) }()
-		log.Info("TimescaleDB container started", "image", tsdb.Image, "dsn", tsdb.DSN)
-		cfg.DatabaseURL = tsdb.DSN
+		defer stop()
 	}
 	db, err := openAndMigrate(ctx, cfg, log)
 	if err != nil {
@@ -58,7 +62,11 @@ Example:
 	if err != nil {
 		return err
 	}
-	if tok != "" {
+	switch {
+	case local:
+		fmt.Fprintf(os.Stderr, "\nadmin token: %s\ntry: curl -H 'X-Auth-Token: %s' http://127.0.0.1%s/api/v2.0/devices/\n\n",
+			cfg.AdminToken, cfg.AdminToken, portOf(cfg.Addr))
+	case tok != "":
 		fmt.Fprintf(os.Stderr, "\nadmin token (shown once): %s\ntry: curl -H 'X-Auth-Token: %s' http://127.0.0.1%s/api/v2.0/devices/\n\n",
 			tok, tok, portOf(cfg.Addr))
 	}
@@ -134,4 +142,54 @@ func portOf(addr string) string {
 		}
 	}
 	return ":8080"
+}
+
+// startLocalDatabase starts the TimescaleDB container of `make run`, its data in a named
+// volume, and makes cfg use it and a saved admin token; stop removes the container and
+// keeps the volume.
+func startLocalDatabase(ctx context.Context, cfg *config.Config, log *slog.Logger) (func(), error) {
+	vol := os.Getenv("SENSORAPI_DATA_VOLUME")
+	if vol == "" {
+		vol = "sensorapi-data"
+	}
+	log.Info("DATABASE_URL is not set: starting a TimescaleDB container; its data lives in a Docker volume",
+		"volume", vol)
+	tsdb, err := testcontainers.Start(ctx, testcontainers.Options{Volume: vol})
+	if err != nil {
+		return nil, fmt.Errorf("start TimescaleDB: %w", err)
+	}
+	stop := func() { _ = tsdb.Terminate(context.Background()) }
+	log.Info("TimescaleDB container started", "image", tsdb.Image, "dsn", tsdb.DSN)
+	cfg.DatabaseURL = tsdb.DSN
+	if cfg.AdminToken == "" {
+		if cfg.AdminToken, err = savedAdminToken(); err != nil {
+			stop()
+			return nil, err
+		}
+	}
+	return stop, nil
+}
+
+// savedAdminToken reads the local admin token, making and saving one (mode 0600) the
+// first time.
+func savedAdminToken() (string, error) {
+	dir, err := os.UserConfigDir()
+	if err != nil {
+		return "", fmt.Errorf("admin token: %w", err)
+	}
+	path := filepath.Join(dir, "sensorapi", "admin-token")
+	if b, err := os.ReadFile(path); err == nil && len(strings.TrimSpace(string(b))) >= 32 {
+		return strings.TrimSpace(string(b)), nil
+	}
+	tok, err := auth.NewToken()
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return "", fmt.Errorf("admin token: %w", err)
+	}
+	if err := os.WriteFile(path, []byte(tok+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("admin token: %w", err)
+	}
+	return tok, nil
 }
