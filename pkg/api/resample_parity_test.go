@@ -97,7 +97,8 @@ func tzRulesDiffer(t *testing.T, pc parityCase) string {
 	t.Helper()
 	period, _ := pc.Body["period"].(string)
 	tz, _ := pc.Body["tz"].(string)
-	if tz == "" || tz == "UTC" || !(strings.HasSuffix(period, "D") || period == "W" || period == "M") {
+	calendar := strings.HasSuffix(period, "D") || period == "W" || period == "M"
+	if tz == "" || tz == "UTC" || !calendar {
 		return ""
 	}
 	var labels []int64
