@@ -83,11 +83,7 @@ fuzz-short:
 ## image: the service image (FROM scratch around the static binary; nothing to pull)
 IMAGE ?= sensorapi:latest
 image:
-	rm -rf build/image && mkdir -p build/image
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o build/image/sensorapi ./cmd/sensorapi
-	cp Dockerfile build/image/
-	if [ -f /etc/ssl/certs/ca-certificates.crt ]; then cp /etc/ssl/certs/ca-certificates.crt build/image/; else : > build/image/ca-certificates.crt; fi
-	docker build -q -t $(IMAGE) build/image
+	$(GO) run ./testcontainers/sensorapi/buildimage $(IMAGE)
 
 clean:
 	rm -rf bin build
