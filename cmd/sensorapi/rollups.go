@@ -21,7 +21,7 @@ Recomputes the per-minute rollups (table value_minutes) of every variable from i
 values, one variable per transaction, while the service keeps running. The write path
 keeps them exact; rebuild repairs what it did not see: values written by a binary
 older than the rollups during a rolling upgrade, or rows loaded into "values" by hand
-(docs/operations.md). Prints a progress line every 1000 variables.
+(docs/operations.md). Prints a progress line every 1000 variables and at least every 10 s.
 
 Examples:
   DATABASE_URL=postgres://... sensorapi rollups rebuild --since 2026-11-22T00:00:00Z
@@ -57,10 +57,12 @@ Flags:
 		return err
 	}
 	defer func() { _ = db.Close() }()
-	start := time.Now()
+	start, said := time.Now(), time.Now()
 	st := &ingest.Store{Pool: db.Pool}
 	err = st.RebuildMinutes(ctx, from, func(done, total int) {
-		if done%1000 == 0 || done == total {
+		// a line every 1000 variables, and at least every 10 s (one variable may be long)
+		if done%1000 == 0 || done == total || time.Since(said) >= 10*time.Second {
+			said = time.Now()
 			fmt.Fprintf(os.Stderr, "rebuilt %d of %d variables (%.0fs)\n", done, total, time.Since(start).Seconds())
 		}
 	})
