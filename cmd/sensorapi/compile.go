@@ -6,42 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"os"
-	"strings"
 
 	"github.com/sensordata/sensorapi/pkg/analytics"
-	"github.com/sensordata/sensorapi/querybuilder"
 )
-
-// accountPlaceholder stands for the account id while compiling; the printed SQL looks
-// the account up by name instead, so it runs as is in psql.
-const accountPlaceholder = int64(math.MinInt64 + 727)
-
-// compilers turn a request body into the one statement its endpoint runs.
-var compilers = map[string]func(body []byte, account int64) (querybuilder.Query, error){
-	"statistics": func(body []byte, account int64) (querybuilder.Query, error) {
-		req, _, err := analytics.ParseStatistics(body, account)
-		if err != nil {
-			return querybuilder.Query{}, err
-		}
-		return querybuilder.Statistics(req)
-	},
-	"resample": func(body []byte, account int64) (querybuilder.Query, error) {
-		req, err := analytics.ParseResample(body, account)
-		if err != nil {
-			return querybuilder.Query{}, err
-		}
-		return querybuilder.Resample(req.Query)
-	},
-	"aggregation": func(body []byte, account int64) (querybuilder.Query, error) {
-		req, err := analytics.ParseAggregation(body, account)
-		if err != nil {
-			return querybuilder.Query{}, err
-		}
-		return querybuilder.Aggregation(req.Query)
-	},
-}
 
 func compileCmd(_ context.Context, args []string) error {
 	fs := flag.NewFlagSet("compile", flag.ContinueOnError)
@@ -64,29 +32,18 @@ Flags:
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	compile, ok := compilers[*endpoint]
-	if !ok {
+	if !analytics.IsEndpoint(*endpoint) {
 		return fmt.Errorf("compile: unknown --endpoint %q", *endpoint)
 	}
 	body, err := io.ReadAll(os.Stdin)
 	if err != nil {
 		return fmt.Errorf("compile: read stdin: %w", err)
 	}
-	q, err := compile(body, accountPlaceholder)
+	sql, err := analytics.Psql(*endpoint, body, *acct)
 	if err != nil {
 		return describe(err)
 	}
-	name := "'" + strings.ReplaceAll(*acct, "'", "''") + "'"
-	sql, err := q.InlineWith(func(arg any) (string, bool) {
-		if id, ok := arg.(int64); ok && id == accountPlaceholder {
-			return "(SELECT id FROM accounts WHERE name = " + name + ")", true
-		}
-		return "", false
-	})
-	if err != nil {
-		return err
-	}
-	fmt.Println(sql + ";")
+	fmt.Println(sql)
 	return nil
 }
 

@@ -33,6 +33,13 @@ func TestCompilePrintsRunnableSQL(t *testing.T) {
 		t.Fatalf("compiled SQL answered %v, want n=2 mean=3", row)
 	}
 
+	// explain answers carry the same text, for the console's SQL panel
+	body := `{"start":0,"end":2000,"variables":[{"variable":"~temp'x","device":"~boiler"}],"aggregations":["mean","count"]}`
+	r := env.Client(t).Post("/api/v2.0/data/statistics/?explain=sql", body)
+	if got, _ := r.Object(t)["psql"].(string); got != strings.TrimSuffix(sql, "\n") {
+		t.Fatalf("explain=sql psql:\n%s\nwant what compile prints:\n%s", got, sql)
+	}
+
 	bad := exec.Command(bin, "compile", "--endpoint", "statistics")
 	bad.Stdin = strings.NewReader(`{"start":5,"end":1,"variables":[]}`)
 	if msg, err := bad.CombinedOutput(); err == nil || !strings.Contains(string(msg), "400001") {

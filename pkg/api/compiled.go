@@ -9,19 +9,28 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/sensordata/sensorapi/pkg/analytics"
 	"github.com/sensordata/sensorapi/pkg/apierr"
 	"github.com/sensordata/sensorapi/pkg/store"
 	"github.com/sensordata/sensorapi/querybuilder"
 )
 
+// request is an analytics request compiled: its statement, and the endpoint and body
+// it came from (for the psql form of explain answers).
+type request struct {
+	q        querybuilder.Query
+	endpoint string
+	body     []byte
+}
+
 // explain answers ?explain=sql|analyze for a compiled analytics statement (API.md §10)
 // and reports whether it did; without the parameter the caller runs the statement.
-func (s *Server) explain(c *gin.Context, q querybuilder.Query) (bool, error) {
+func (s *Server) explain(c *gin.Context, r request) (bool, error) {
 	switch mode := c.Query("explain"); mode {
 	case "":
 		return false, nil
 	case "sql", "analyze":
-		return true, s.explainCompiled(c, q, mode == "analyze")
+		return true, s.explainCompiled(c, r, mode == "analyze")
 	default:
 		return true, apierr.Invalid("explain", fmt.Sprintf("%q is not a valid choice: use sql or analyze.", mode))
 	}
@@ -41,10 +50,16 @@ func (s *Server) runCompiled(c *gin.Context, q querybuilder.Query, dest any) err
 	return err
 }
 
-// explainCompiled answers {"sql","args"}, plus the EXPLAIN ANALYZE plan and the server's
-// execution time when analyze is set.
-func (s *Server) explainCompiled(c *gin.Context, q querybuilder.Query, analyze bool) error {
-	out := gin.H{"sql": q.SQL, "args": q.Args}
+// explainCompiled answers {"sql","args","psql"} (psql: what `sensorapi compile` prints
+// for the same request), plus the EXPLAIN ANALYZE plan and the server's execution time
+// when analyze is set.
+func (s *Server) explainCompiled(c *gin.Context, r request, analyze bool) error {
+	q := r.q
+	psql, err := analytics.Psql(r.endpoint, r.body, account(c).Name)
+	if err != nil {
+		return fmt.Errorf("explain: psql form: %w", err)
+	}
+	out := gin.H{"sql": q.SQL, "args": q.Args, "psql": psql}
 	if analyze {
 		var plan string
 		explained := querybuilder.Query{SQL: "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + q.SQL, Args: q.Args}

@@ -33,7 +33,8 @@ func (s *Server) resample(c *gin.Context) error {
 	if err != nil {
 		return fmt.Errorf("compile resample: %w", err)
 	}
-	return s.runAnalytics(c, q, req.Query.VariableIDs, func(rows []analytics.Row) any { return req.Shape(rows) })
+	return s.runAnalytics(c, request{q, "resample", body}, req.Query.VariableIDs,
+		func(rows []analytics.Row) any { return req.Shape(rows) })
 }
 
 func (s *Server) aggregation(c *gin.Context) error {
@@ -49,7 +50,8 @@ func (s *Server) aggregation(c *gin.Context) error {
 	if err != nil {
 		return fmt.Errorf("compile aggregation: %w", err)
 	}
-	return s.runAnalytics(c, q, req.Query.VariableIDs, func(rows []analytics.Row) any { return req.Shape(rows) })
+	return s.runAnalytics(c, request{q, "aggregation", body}, req.Query.VariableIDs,
+		func(rows []analytics.Row) any { return req.Shape(rows) })
 }
 
 // readAnalyticsBody is readJSON with E8/E9's detail-only parse errors (spec).
@@ -67,12 +69,12 @@ func readAnalyticsBody(c *gin.Context) ([]byte, error) {
 // runAnalytics answers explain=sql|analyze, or runs the statement and shapes its rows.
 // Unknown ids come back from the statement itself as rows without a timestamp, so they
 // cost no pre-check query (see querybuilder.Resample).
-func (s *Server) runAnalytics(c *gin.Context, q querybuilder.Query, ids []string, shape func([]analytics.Row) any) error {
-	if done, err := s.explain(c, q); done {
+func (s *Server) runAnalytics(c *gin.Context, r request, ids []string, shape func([]analytics.Row) any) error {
+	if done, err := s.explain(c, r); done {
 		return zoneError(err)
 	}
 	var rows []analytics.Row
-	if err := s.runCompiled(c, q, &rows); err != nil {
+	if err := s.runCompiled(c, r.q, &rows); err != nil {
 		return zoneError(err)
 	}
 	if err := analytics.CheckResolved(rows, ids); err != nil {

@@ -26,7 +26,7 @@ func (s *Server) statistics(c *gin.Context) error {
 	if err != nil {
 		return fmt.Errorf("compile statistics: %w", err)
 	}
-	if done, err := s.explain(c, q); done {
+	if done, err := s.explain(c, request{q, "statistics", body}); done {
 		return err
 	}
 	var rows []analytics.StatisticsRow
