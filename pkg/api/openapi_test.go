@@ -36,7 +36,7 @@ func TestOpenAPIServed(t *testing.T) {
 	}
 }
 
-var ginParam = regexp.MustCompile(`:([A-Za-z_]+)`)
+var ginParam = regexp.MustCompile(`[:*]([A-Za-z_]+)`)
 
 // Every route the engine serves is in the document, and every documented operation is
 // served: a route added without documentation fails here.

@@ -13,6 +13,7 @@ import (
 	"github.com/sensordata/sensorapi/pkg/auth"
 	"github.com/sensordata/sensorapi/pkg/cache"
 	"github.com/sensordata/sensorapi/pkg/config"
+	"github.com/sensordata/sensorapi/pkg/console"
 	"github.com/sensordata/sensorapi/pkg/ingest"
 	"github.com/sensordata/sensorapi/pkg/metrics"
 	"github.com/sensordata/sensorapi/pkg/notify"
@@ -62,6 +63,8 @@ func (s *Server) engine() *gin.Engine {
 	e.GET("/readyz", s.readyz)
 	e.GET("/metrics", gin.WrapH(s.metricsHandler()))
 	e.GET("/openapi.json", wrap(s.openAPI()))
+	e.GET("/console", gin.WrapH(console.Handler()))
+	e.GET("/console/*path", gin.WrapH(console.Handler()))
 
 	v2 := e.Group("/api/v2.0", s.authenticate(false))
 	v16 := e.Group("/api/v1.6", s.authenticate(false))

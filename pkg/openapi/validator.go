@@ -43,6 +43,13 @@ type Exchange struct {
 	OffContract bool
 }
 
+// The console's files are text the document describes as strings.
+func init() {
+	for _, ct := range []string{"text/html", "text/javascript", "text/css"} {
+		openapi3filter.RegisterBodyDecoder(ct, openapi3filter.FileBodyDecoder)
+	}
+}
+
 // NewValidator loads the document and builds its router.
 func NewValidator(ctx context.Context) (*Validator, error) {
 	doc, err := Load(ctx)
