@@ -8,7 +8,7 @@ export PATH := $(PATH):/usr/local/go/bin
 GO ?= go
 BIN := bin/sensorapi
 
-.PHONY: run reset build test test-tools prepare vet lint bench bench-fleet bench-mqtt fuzz fuzz-short loadtest image clean
+.PHONY: run reset build test test-tools console-deps prepare vet lint bench bench-fleet bench-mqtt fuzz fuzz-short loadtest image clean
 
 ## run: build and serve on :8080 (starts TimescaleDB itself without DATABASE_URL; its
 ## data lives in the Docker volume $(DATA_VOLUME) and survives restarts)
@@ -44,7 +44,7 @@ lint: $(GOLANGCI_LINT)
 	@$(GOLANGCI_LINT) version | grep -q "$(GOLANGCI_LINT_VERSION:v%=%)" || GOBIN=$(CURDIR)/bin/tools $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 	$(GOLANGCI_LINT) run ./...
 
-## test-tools: the real clients the tests drive (mosquitto-clients), installed when missing
+## test-tools: the real clients the tests drive (mosquitto-clients, chromium), installed when missing
 test-tools:
 	@.ci/test-tools
 
@@ -84,6 +84,15 @@ fuzz-short:
 IMAGE ?= sensorapi:latest
 image:
 	$(GO) run ./testcontainers/sensorapi/buildimage $(IMAGE)
+
+## console-deps: refresh the console's vendored uPlot from the npm registry (needs npm;
+## go build and make test never do)
+UPLOT_VERSION ?= 1.6.32
+console-deps:
+	rm -rf build/uplot && mkdir -p build/uplot
+	cd build/uplot && npm pack uplot@$(UPLOT_VERSION) >/dev/null && tar xzf uplot-$(UPLOT_VERSION).tgz
+	cp build/uplot/package/dist/uPlot.esm.js build/uplot/package/dist/uPlot.min.css build/uplot/package/LICENSE pkg/console/static/vendor/uplot/
+	echo "uplot $(UPLOT_VERSION) from the npm registry (make console-deps refreshes it)" > pkg/console/static/vendor/uplot/VERSION
 
 clean:
 	rm -rf bin build

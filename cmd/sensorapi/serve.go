@@ -64,11 +64,9 @@ Example:
 	}
 	switch {
 	case local:
-		fmt.Fprintf(os.Stderr, "\nadmin token: %s\ntry: curl -H 'X-Auth-Token: %s' http://127.0.0.1%s/api/v2.0/devices/\n\n",
-			cfg.AdminToken, cfg.AdminToken, portOf(cfg.Addr))
+		printToken(cfg.AdminToken, "admin token", cfg.Addr)
 	case tok != "":
-		fmt.Fprintf(os.Stderr, "\nadmin token (shown once): %s\ntry: curl -H 'X-Auth-Token: %s' http://127.0.0.1%s/api/v2.0/devices/\n\n",
-			tok, tok, portOf(cfg.Addr))
+		printToken(tok, "admin token (shown once)", cfg.Addr)
 	}
 	srv := &api.Server{DB: db, Config: cfg, Log: log, Metrics: metrics.New(db.Pool)}
 	// The pipeline outlives ctx until HTTP has finished its requests (listen returns).
@@ -142,6 +140,14 @@ func portOf(addr string) string {
 		}
 	}
 	return ":8080"
+}
+
+// printToken shows the admin token, a curl to try and the console's URL, which logs in
+// through its fragment (a fragment never reaches the server).
+func printToken(tok, what, addr string) {
+	base := "http://127.0.0.1" + portOf(addr)
+	fmt.Fprintf(os.Stderr, "\n%s: %s\ntry:     curl -H 'X-Auth-Token: %s' %s/api/v2.0/devices/\nconsole: %s/console/#token=%s\n\n",
+		what, tok, tok, base, base, tok)
 }
 
 // startLocalDatabase starts the TimescaleDB container of `make run`, its data in a named

@@ -167,12 +167,15 @@ async function load(id, chart, sql, plan, exec) {
   const data = await api("POST", "/api/v1.6/data/stats/resample/", req).catch((e) => { showError(e); return null; });
   if (!data) return;
   clearError();
+  chart.dataset.request = JSON.stringify(req); // what is drawn, for whoever inspects the page
   const rows = (data.results[0] || []).slice().reverse(); // the API answers newest first
   const xs = rows.map((r) => r[0] / 1000), ys = rows.map((r) => r[1]);
   if (window.consoleChart) window.consoleChart.destroy();
   window.consoleChart = new uPlot({
     width: chart.clientWidth || 700, height: 320, tzDate: (ts) => uPlot.tzDate(new Date(ts * 1e3), req.tz),
-    series: [{}, { label: `${req.aggregation} per ${req.period}`, stroke: "#3060d0", width: 1.5, spanGaps: false }],
+    // empty buckets stay gaps; points keep lone buckets between gaps visible
+    series: [{}, { label: `${req.aggregation} per ${req.period}`, stroke: "#3060d0", width: 1.5, spanGaps: false,
+      points: { show: xs.length <= 2000, size: 4 } }],
   }, [xs, ys], chart);
   const [compiled, analyzed] = await Promise.all([
     api("POST", "/api/v1.6/data/stats/resample/?explain=sql", req),
