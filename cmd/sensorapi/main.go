@@ -20,7 +20,7 @@ Usage:
   sensorapi token create|list|revoke       account, read-only and device tokens (see token --help)
   sensorapi load [flags]                   write a reproducible data set (see load --help)
   sensorapi compile --endpoint E < req.json  print the SQL an analytics request runs
-  sensorapi rollups rebuild [--since TIME] recompute the minute rollups from the values
+  sensorapi rollups rebuild|check         recompute the minute rollups from the values, or compare them
   sensorapi healthcheck                    exit 0 when the local server answers /healthz (container health checks)
   sensorapi help                           this text
 

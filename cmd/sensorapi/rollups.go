@@ -11,38 +11,43 @@ import (
 	"github.com/sensordata/sensorapi/pkg/ingest"
 )
 
-func rollupsCmd(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("rollups", flag.ContinueOnError)
-	since := fs.String("since", "", "rebuild the minutes from this time on (RFC 3339); default: all")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `Usage: sensorapi rollups rebuild [--since TIME]
+const rollupsUsage = `Usage: sensorapi rollups rebuild|check [--since TIME]
 
-Recomputes the per-minute rollups (table value_minutes) of every variable from its
-values, one variable per transaction, while the service keeps running. The write path
-keeps them exact; rebuild repairs what it did not see: values written by a binary
+rebuild recomputes the per-minute rollups (table value_minutes) of every variable from
+its values, one variable per transaction, while the service keeps running. The write
+path keeps them exact; rebuild repairs what it did not see: values written by a binary
 older than the rollups during a rolling upgrade, or rows loaded into "values" by hand
-(docs/operations.md). Prints a progress line every 1000 variables and at least every 10 s.
+(docs/operations.md).
+
+check compares the rollups with the values, variable by variable, prints each minute
+that differs (count, min, max, or sum beyond 1e-9 relative) and exits 1 if any does.
+
+Both print a progress line every 1000 variables and at least every 10 s.
 
 Examples:
+  DATABASE_URL=postgres://... sensorapi rollups check
   DATABASE_URL=postgres://... sensorapi rollups rebuild --since 2026-11-22T00:00:00Z
-  DATABASE_URL=postgres://... sensorapi rollups rebuild
 
 Flags:
-`)
-		fs.PrintDefaults()
-	}
-	// flags after "rebuild" too, as "account create" reads them
-	if len(args) > 0 && args[0] == "rebuild" {
-		args = args[1:]
+`
+
+func rollupsCmd(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("rollups", flag.ContinueOnError)
+	since := fs.String("since", "", "from this time on (RFC 3339); default: all")
+	fs.Usage = func() { fmt.Fprint(fs.Output(), rollupsUsage); fs.PrintDefaults() }
+	// flags after the subcommand, as "account create" reads them
+	sub := ""
+	if len(args) > 0 && (args[0] == "rebuild" || args[0] == "check") {
+		sub, args = args[0], args[1:]
 	} else {
-		args = append(args, "") // no "rebuild": usage below
+		args = append(args, "") // no subcommand: usage below
 	}
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() != 0 {
 		fs.Usage()
-		return errors.New("rollups: want 'rebuild [--since TIME]'")
+		return errors.New("rollups: want 'rebuild|check [--since TIME]'")
 	}
 	var from time.Time
 	if *since != "" {
@@ -57,18 +62,49 @@ Flags:
 		return err
 	}
 	defer func() { _ = db.Close() }()
-	start, said := time.Now(), time.Now()
 	st := &ingest.Store{Pool: db.Pool}
-	err = st.RebuildMinutes(ctx, from, func(done, total int) {
-		// a line every 1000 variables, and at least every 10 s (one variable may be long)
-		if done%1000 == 0 || done == total || time.Since(said) >= 10*time.Second {
-			said = time.Now()
-			fmt.Fprintf(os.Stderr, "rebuilt %d of %d variables (%.0fs)\n", done, total, time.Since(start).Seconds())
-		}
-	})
-	if err != nil {
+	if sub == "check" {
+		return checkRollups(ctx, st, from)
+	}
+	if err := st.RebuildMinutes(ctx, from, progressLine("rebuilt")); err != nil {
 		return err
 	}
 	fmt.Println("minute rollups rebuilt")
 	return nil
+}
+
+// checkRollups prints the minutes whose rollups differ from the values.
+func checkRollups(ctx context.Context, st *ingest.Store, from time.Time) error {
+	bad, err := st.CheckMinutes(ctx, from, progressLine("checked"))
+	if err != nil {
+		return err
+	}
+	for _, m := range bad {
+		fmt.Printf("variable %d minute %s: %s values, rollup counts %s\n", m.Variable, m.Minute.Format(time.RFC3339),
+			orNone(m.N), orNone(m.Rolled))
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("rollups check: %d minutes differ from their values (sensorapi rollups rebuild repairs them)", len(bad))
+	}
+	fmt.Println("minute rollups match the values")
+	return nil
+}
+
+func orNone(n *int32) string {
+	if n == nil {
+		return "no"
+	}
+	return fmt.Sprint(*n)
+}
+
+// progressLine reports every 1000 variables and at least every 10 s (one variable may
+// take long).
+func progressLine(verb string) func(done, total int) {
+	start, said := time.Now(), time.Now()
+	return func(done, total int) {
+		if done%1000 == 0 || done == total || time.Since(said) >= 10*time.Second {
+			said = time.Now()
+			fmt.Fprintf(os.Stderr, "%s %d of %d variables (%.0fs)\n", verb, done, total, time.Since(start).Seconds())
+		}
+	}
 }

@@ -222,7 +222,7 @@ func TestHelpOnEverySubcommand(t *testing.T) {
 	// "account create --help" once created an account named "--help"; without
 	// DATABASE_URL a command that reaches the database fails instead of exiting 0
 	for _, args := range [][]string{{"serve"}, {"migrate"}, {"account"}, {"account", "create"}, {"token"},
-		{"token", "create"}, {"load"}, {"compile"}, {"healthcheck"}, {"rollups"}, {"rollups", "rebuild"}} {
+		{"token", "create"}, {"load"}, {"compile"}, {"healthcheck"}, {"rollups"}, {"rollups", "rebuild"}, {"rollups", "check"}} {
 		cmd := exec.Command(bin, append(args, "--help")...)
 		cmd.Env = append(os.Environ(), "DATABASE_URL=")
 		out, err := cmd.CombinedOutput()
@@ -251,6 +251,15 @@ func TestRollupsRebuild(t *testing.T) {
 	if n := minutes(); n != 1 {
 		t.Fatalf("%d rollups before the rebuild, want the seeded one", n)
 	}
+	check := func() (string, error) {
+		c := exec.Command(bin, "rollups", "check", "--since", "2026-01-01T00:00:00Z")
+		c.Env = append(os.Environ(), "DATABASE_URL="+env.DSN)
+		out, err := c.CombinedOutput()
+		return string(out), err
+	}
+	if out, err := check(); err == nil || !strings.Contains(out, "minute 2026-01-01T00:05:00Z: 1 values, rollup counts no") {
+		t.Fatalf("rollups check missed the minute written around the write path: %v\n%s", err, out)
+	}
 	cmd := exec.Command(bin, "rollups", "rebuild", "--since", "2026-01-01T00:00:00Z")
 	cmd.Env = append(os.Environ(), "DATABASE_URL="+env.DSN)
 	out, err := cmd.CombinedOutput()
@@ -259,6 +268,9 @@ func TestRollupsRebuild(t *testing.T) {
 	}
 	if n := minutes(); n != 2 {
 		t.Fatalf("%d rollups after the rebuild, want 2\n%s", n, out)
+	}
+	if out, err := check(); err != nil || !strings.Contains(out, "minute rollups match the values") {
+		t.Fatalf("rollups check after the rebuild: %v\n%s", err, out)
 	}
 	bad := exec.Command(bin, "rollups", "rebuild", "--since", "yesterday")
 	bad.Env = cmd.Env

@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/sensordata/sensorapi/pkg/config"
+	"github.com/sensordata/sensorapi/pkg/ingest"
 	"github.com/sensordata/sensorapi/pkg/notify"
 	"github.com/sensordata/sensorapi/pkg/testenv"
 )
@@ -368,6 +370,75 @@ func TestFleetListenerGapPurgesCaches(t *testing.T) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("still %d after the listener's reconnection", r.Status)
+		}
+	}
+}
+
+// TestRollupsStayExactUnderRandomMutations: random inserts, overwrites, late dots and
+// range deletes, single and batched, leave the minute rollups equal to the values
+// (what `sensorapi rollups check` compares).
+func TestRollupsStayExactUnderRandomMutations(t *testing.T) {
+	c := env.Client(t).As(env.NewAccount(t))
+	rng := rand.New(rand.NewPCG(7, 11))
+	const span = 20 * 60_000 // twenty minutes, so that minutes are shared
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var written []int64 // this writer's timestamps, to overwrite some
+			for i := range 60 {
+				dev := fmt.Sprintf("mut-%d", w%2)
+				ts := func(k int) int64 { // this writer's own
+					t := int64((k*7919+w*13)%span) + 1
+					written = append(written, t)
+					return t
+				}
+				var body any
+				switch {
+				case i%10 == 9: // an overwrite of an earlier dot
+					body = map[string]any{"v": map[string]any{"value": -float64(i), "timestamp": written[(i*31)%len(written)]}}
+				case i%3 == 0: // one new dot
+					body = map[string]any{"v": map[string]any{"value": float64(i*w) - 30.5, "timestamp": ts(i * 100)}}
+				default: // a batch of several new ones
+					var dots []any
+					for j := range 5 {
+						dots = append(dots, map[string]any{"value": float64(j - i), "timestamp": ts(i*100 + j + 1)})
+					}
+					body = map[string]any{"v": dots, "u": dots[:2]}
+				}
+				if r := c.Post("/api/v1.6/devices/"+dev+"/", body); r.Status != 200 {
+					t.Errorf("write: %d %s", r.Status, r.Body)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for d := range 2 {
+		id := c.Get(fmt.Sprintf("/api/v2.0/devices/~mut-%d/variables/~v/", d)).Object(t)["id"].(string)
+		start := rng.IntN(span / 2)
+		end := start + rng.IntN(span/2)
+		if r := c.Delete(fmt.Sprintf("/api/v1.6/variables/%s/values/%d/%d", id, start, end)); r.Status != 204 {
+			t.Fatalf("delete: %d %s", r.Status, r.Body)
+		}
+	}
+	st := &ingest.Store{Pool: env.DB.Pool}
+	for d := range 2 {
+		_, dev := deviceKeys(t, fmt.Sprintf("mut-%d", d), c.Token)
+		for _, label := range []string{"v", "u"} {
+			var key int64
+			if err := env.DB.Pool.QueryRow(context.Background(), `SELECT id FROM variables WHERE device_id = $1 AND label = $2`,
+				dev, label).Scan(&key); err != nil {
+				t.Fatal(err)
+			}
+			bad, err := st.CheckVariable(context.Background(), key, time.Time{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(bad) > 0 {
+				t.Fatalf("%d minutes of %s differ from their values, first %+v", len(bad), label, bad[0])
+			}
 		}
 	}
 }
