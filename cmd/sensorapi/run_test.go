@@ -2,10 +2,7 @@ package main_test
 
 import (
 	"bufio"
-	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"regexp"
@@ -67,16 +64,7 @@ func TestRunKeepsData(t *testing.T) {
 	do := func(target, method, path, body string) (int, string) {
 		t.Helper()
 		base, tok, _ := strings.Cut(target, "|")
-		req, _ := http.NewRequestWithContext(context.Background(), method, base+path, strings.NewReader(body))
-		req.Header.Set("X-Auth-Token", tok)
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer func() { _ = resp.Body.Close() }()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
+		return httpDo(t, base, method, path, tok, body)
 	}
 
 	first, stop := run()

@@ -98,16 +98,7 @@ func TestTwoInstancesServeOneDatabase(t *testing.T) {
 func revokeAcrossProcesses(t *testing.T, a, b, admin string) {
 	t.Helper()
 	do := func(addr, method, path, tok, body string) (int, string) {
-		req, _ := http.NewRequest(method, "http://"+addr+path, strings.NewReader(body))
-		req.Header.Set("X-Auth-Token", tok)
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer func() { _ = resp.Body.Close() }()
-		out, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(out)
+		return httpDo(t, "http://"+addr, method, path, tok, body)
 	}
 	status, body := do(a, "POST", "/api/v2.0/tokens/", admin, `{"label":"across","scope":"read"}`)
 	var created struct{ ID, Token string }
@@ -134,6 +125,25 @@ func revokeAcrossProcesses(t *testing.T, a, b, admin string) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// httpDo sends a JSON request with a token to a running server and returns the status
+// and body.
+func httpDo(t *testing.T, base, method, path, tok, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, base+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("X-Auth-Token", tok)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	out, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(out)
 }
 
 func waitReady(t *testing.T, url string) {
