@@ -18,13 +18,15 @@ import (
 // rollupEpoch are always read raw.
 var rollupEpoch = time.Date(1973, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// summaryColumns turn a raw value (column prefix.value) into a summary row.
+// summaryColumns turn a raw value (column prefix.value) into a summary row: its own
+// min, so its shifted sum and spread are 0 (none beyond ±1e150, as for rollups).
 func summaryColumns(prefix string) string {
 	v := prefix + "value"
-	return "1 AS n, " + v + " AS sum, " + v + " AS min, " + v + " AS max"
+	none := "CASE WHEN abs(" + v + ") <= 1e150 THEN 0::float8 END"
+	return "1 AS n, " + v + " AS sum, " + v + " AS min, " + v + " AS max, " + none + " AS ks, " + none + " AS m2"
 }
 
-// summaries selects rows (ts, n, sum, min, max) that together hold exactly the values
+// summaries selects rows (ts, n, sum, min, max, ks, m2) that together hold exactly the values
 // of the variable whose key is the SQL expression key in [start, end] (the range rules
 // of inRange): a rollup row (ts = its minute) per whole minute from rollupEpoch on,
 // and a row per raw value (n = 1) in the rest of the range. The branches exclude each
@@ -50,7 +52,7 @@ func summaries(key string, start, end *time.Time) sq.Sqlizer {
 		hi = sq.Expr("?::timestamptz", end.UTC().Add(time.Millisecond).Truncate(time.Minute))
 	}
 	return sq.ConcatExpr(
-		sq.Expr(`SELECT m.minute AS ts, m.n, m.sum, m.min, m.max
+		sq.Expr(`SELECT m.minute AS ts, m.n, m.sum, m.min, m.max, m.ks, m.m2
     FROM value_minutes m
     WHERE m.variable_id = `+key+` AND m.minute >= ? AND m.minute < `, lo), hi, `
     UNION ALL

@@ -190,19 +190,43 @@ func endpointProbes(b sq.SelectBuilder, aggs []string, start, end time.Time) (sq
 	return b, append(cols, strings.Join(found, " OR ")+" AS "+ColHasData)
 }
 
-// summarizable tells whether no requested aggregation needs every value (std and the
+// summarizable tells whether no requested aggregation needs every value (the
 // percentiles do): the others come from per-minute rollups and index probes.
 func summarizable(aggs []string) bool {
 	for _, a := range aggs {
-		if a == AggStd || percentiles[a] != "" {
+		if percentiles[a] != "" {
 			return false
 		}
 	}
 	return true
 }
 
+// spreadJoin is the sample standard deviation of the range's summary rows, merged by
+// Chan et al.'s parallel formula: M2 = Σ m2ᵢ + Σ nᵢ(aᵢ − ā)², each row's mean written as
+// aᵢ = (minᵢ − min) + ksᵢ/nᵢ (small numbers however large the values: 1e6 ± 0.01 keeps
+// its digits, where a sum of squares would lose them all) and ā their weighted mean.
+// The windows give every row the range's min and ā; a second pass over the summary rows
+// (one a minute), not over the values. A row without a spread (a value beyond ±1e150,
+// whose square would overflow) makes std null instead of an error.
+func spreadJoin(b sq.SelectBuilder, start, end time.Time) sq.SelectBuilder {
+	return b.JoinClause(sq.ConcatExpr(`LEFT JOIN LATERAL (
+    SELECT CASE WHEN count(*) = count(z.m2)
+        THEN sqrt((sum(z.m2) + sum(z.n * power(z.a - z.abar, 2))) / nullif(sum(z.n) - 1, 0)) END AS std_value
+    FROM (
+        SELECT y.n, y.m2, y.a, sum(y.n * y.a) OVER () / sum(y.n) FILTER (WHERE y.m2 IS NOT NULL) OVER () AS abar
+        FROM (
+            SELECT w.n, w.m2,
+                   CASE WHEN w.m2 IS NOT NULL THEN (w.min - min(w.min) FILTER (WHERE w.m2 IS NOT NULL) OVER ()) + w.ks / w.n END AS a
+            FROM (
+    `, summaries("v.id", &start, &end), `
+            ) w
+        ) y
+    ) z
+) sd ON true`))
+}
+
 // summaryScan answers from the range's summaries (minutes.go): count, sum and mean add
-// up; min and max are the extreme of the summary rows with the earliest row holding it,
+// up, std merges the summaries' spreads (spreadJoin); min and max are the extreme of the summary rows with the earliest row holding it,
 // then the earliest value equal to it inside that row (a minute at most) from an index
 // probe, since a variable's rows cover disjoint stretches of time. First and last are
 // the probes of endpointProbes.
@@ -216,6 +240,8 @@ func summaryScan(b sq.SelectBuilder, aggs []string, start, end time.Time) (sq.Se
 			exprs, out = append(exprs, "sum(x.sum) AS sum_value"), append(out, "s.sum_value")
 		case AggMean:
 			exprs, out = append(exprs, "sum(x.sum) / sum(x.n) AS mean_value"), append(out, "s.mean_value")
+		case AggStd:
+			b, out = spreadJoin(b, start, end), append(out, "sd.std_value")
 		case AggMin, AggMax:
 			order := map[string]string{AggMin: "ROW(x.min, x.ts)", AggMax: "ROW(-x.max, x.ts)"}[a]
 			exprs = append(exprs, fmt.Sprintf("%s(x.%s) AS %s_value", a, a, a), fmt.Sprintf("first(x.ts, %s) AS %s_row", order, a))

@@ -191,10 +191,10 @@ func TestStatisticsInjection(t *testing.T) {
 	}
 }
 
-// TestStatisticsReadsMinutesUnlessStdOrPercentiles: without std and percentiles the
-// statement reads minute rollups; either of them needs every value, so then the
-// rollups are not read at all.
-func TestStatisticsReadsMinutesUnlessStdOrPercentiles(t *testing.T) {
+// TestStatisticsReadsMinutesUnlessPercentiles: without percentiles the
+// statement reads minute rollups (std too, from their spreads); a percentile needs
+// every value, so then the rollups are not read at all.
+func TestStatisticsReadsMinutesUnlessPercentiles(t *testing.T) {
 	for _, tc := range []struct {
 		aggs    []string
 		minutes bool
@@ -203,7 +203,7 @@ func TestStatisticsReadsMinutesUnlessStdOrPercentiles(t *testing.T) {
 		{[]string{AggSum, AggMean}, true},
 		{[]string{AggCount, AggMin}, true},
 		{[]string{AggFirst, AggMax, AggMean, AggLast}, true},
-		{[]string{AggCount, AggStd}, false},
+		{[]string{AggCount, AggStd}, true},
 		{[]string{AggMin, AggP50}, false},
 		{Aggregations, false},
 	} {

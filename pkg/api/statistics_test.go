@@ -587,3 +587,71 @@ func TestStatisticsExplain(t *testing.T) {
 		}
 	})
 }
+
+// TestStdFromRollupsIsStable: std is answered from the minute rollups' spreads, and for
+// values like 1e6 ± 0.01, written in batches that merge into existing minutes, it equals
+// a two-pass computation to 1e-9 relative (a sum of squares would be wrong in the
+// first digits), also over ranges with millisecond edges inside minutes.
+func TestStdFromRollupsIsStable(t *testing.T) {
+	c := env.Client(t).As(env.NewAccount(t))
+	rng := rand.New(rand.NewPCG(3, 5))
+	const n = 3000
+	ts := make([]int64, n)
+	vals := make([]float64, n)
+	for i := range ts {
+		ts[i] = 1_767_225_600_000 + int64(i)*1_700 + rng.Int64N(1_000) // several per minute
+		vals[i] = 1e6 + (rng.Float64()-0.5)*0.02
+	}
+	// interleaved batches, so minutes are merged from several writes
+	for part := range 3 {
+		var dots []map[string]any
+		for i := part; i < n; i += 3 {
+			dots = append(dots, map[string]any{"value": vals[i], "timestamp": ts[i]})
+		}
+		if r := c.Post("/api/v1.6/devices/stable/v/values", dots); r.Status != 201 {
+			t.Fatalf("write: %d %s", r.Status, r.Body)
+		}
+	}
+	id := c.Get("/api/v2.0/devices/~stable/variables/~v/").Object(t)["id"].(string)
+	for _, rg := range [][2]int{{0, n - 1}, {17, n - 40}, {500, 560}, {1000, 2999}, {700, 701}} {
+		start, end := ts[rg[0]]+1, ts[rg[1]] // edges inside minutes, to the millisecond
+		var in []float64
+		for i := range ts {
+			if ts[i] >= start && ts[i] <= end {
+				in = append(in, vals[i])
+			}
+		}
+		body := statsBody{"start": start, "end": end, "variables": []any{statsBody{"variable": id}},
+			"aggregations": []string{"std", "count"}}
+		if sql := c.Post("/api/v2.0/data/statistics/?explain=sql", body).Object(t)["sql"].(string); !strings.Contains(sql, "value_minutes") {
+			t.Fatal("std does not read the rollups")
+		}
+		got := entry(t, postStats(t, c, body), 0)["results"].(map[string]any)["std"].(map[string]any)["value"]
+		if len(in) < 2 {
+			if got != nil {
+				t.Errorf("range %v: std %v of one value, want null", rg, got)
+			}
+			continue
+		}
+		want := twoPassStd(in)
+		if g, ok := got.(float64); !ok || math.Abs(g-want) > 1e-9*want {
+			t.Errorf("range %v: std %v, want %v (%d values)", rg, got, want, len(in))
+		}
+	}
+}
+
+// twoPassStd is the sample standard deviation by mean then squared deviations (what
+// numpy's std(ddof=1) computes), shifted by the first value to keep every digit.
+func twoPassStd(v []float64) float64 {
+	shift, mean := v[0], 0.0
+	for _, x := range v {
+		mean += x - shift
+	}
+	mean /= float64(len(v))
+	m2 := 0.0
+	for _, x := range v {
+		d := x - shift - mean
+		m2 += d * d
+	}
+	return math.Sqrt(m2 / float64(len(v)-1))
+}

@@ -31,6 +31,9 @@ func TestSumMinutesGroupsByVariableAndMinute(t *testing.T) {
 			t.Fatalf("first rollup %v, want %v", first, want)
 		}
 	}
+	if s.ks[0] != 5 || s.m2[0] != 12.5 || s.ks[1] != 0 || s.m2[1] != 0 { // 3 and -2: shifted by -2, mean 2.5
+		t.Fatalf("spread ks %v m2 %v", s.ks, s.m2)
+	}
 	if s.vars[1] != 1 || s.n[1] != 1 || s.minutes[1] != time.UnixMilli(60_000).UTC() || s.vars[2] != 2 || s.sum[2] != 5 {
 		t.Fatalf("rollups %+v", s)
 	}

@@ -374,7 +374,7 @@ func writeRows(ctx context.Context, tx pgx.Tx, rows []row, t targets) error {
 	// runs instead, and the minutes it touched are recomputed rather than added to.
 	// Either way the same rows end up stored.
 	err := sendBatch(ctx, tx, append([]*pgx.QueuedQuery{{SQL: "SAVEPOINT fast_insert"}},
-		batch(insertValuesSQL, addMinutesSQL, sums.vars, sums.minutes, sums.n, sums.sum, sums.min, sums.max)...))
+		batch(insertValuesSQL, addMinutesSQL, sums.vars, sums.minutes, sums.n, sums.sum, sums.min, sums.max, sums.ks, sums.m2)...))
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && pe.Code == "23505" {
 		if _, rerr := tx.Exec(ctx, "ROLLBACK TO SAVEPOINT fast_insert"); rerr != nil {

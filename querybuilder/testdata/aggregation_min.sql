@@ -11,7 +11,7 @@ pts AS (
   SELECT vars.ord, p.ts, p.n, p.sum, p.min, p.max
   FROM vars
   CROSS JOIN LATERAL (
-    SELECT ts, 1 AS n, value AS sum, value AS min, value AS max FROM "values"
+    SELECT ts, 1 AS n, value AS sum, value AS min, value AS max, CASE WHEN abs(value) <= 1e150 THEN 0::float8 END AS ks, CASE WHEN abs(value) <= 1e150 THEN 0::float8 END AS m2 FROM "values"
     WHERE variable_id = vars.id
     ORDER BY ts DESC
     LIMIT 100

@@ -11,15 +11,15 @@ pts AS (
   SELECT vars.ord, p.ts, p.n, p.sum, p.min, p.max
   FROM vars
   CROSS JOIN LATERAL (
-    SELECT m.minute AS ts, m.n, m.sum, m.min, m.max
+    SELECT m.minute AS ts, m.n, m.sum, m.min, m.max, m.ks, m.m2
     FROM value_minutes m
     WHERE m.variable_id = vars.id AND m.minute >= ? AND m.minute < ?::timestamptz
     UNION ALL
-    SELECT x.ts, 1 AS n, x.value AS sum, x.value AS min, x.value AS max
+    SELECT x.ts, 1 AS n, x.value AS sum, x.value AS min, x.value AS max, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS ks, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS m2
     FROM "values" x
     WHERE x.variable_id = vars.id AND x.ts <= ? AND x.ts < ?
     UNION ALL
-    SELECT x.ts, 1 AS n, x.value AS sum, x.value AS min, x.value AS max
+    SELECT x.ts, 1 AS n, x.value AS sum, x.value AS min, x.value AS max, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS ks, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS m2
     FROM "values" x
     WHERE x.variable_id = vars.id AND x.ts <= ? AND x.ts >= greatest(?::timestamptz, ?::timestamptz)
   ) p
