@@ -93,8 +93,8 @@ var sweepDeviations = map[string]string{
 // gen.py computes the expected answers with the host's tzdata and records, in each
 // fixture file's "tz", its version and every case zone's UTC offsets over a span that
 // covers all cases. The database image is built from Debian's current tzdata, and zones
-// keep changing their rules for dates the fixtures cover (2026f: Manitoba, Yukon and
-// British Columbia stay on summer time, Cuba too; Morocco). So before comparing, the
+// keep changing their rules for dates the fixtures cover (2026f: British Columbia,
+// Alberta, Inuvik, Manitoba and Cuba stay on summer time; Morocco). So before comparing, the
 // test asks the database for each zone's offsets over the span; a case whose zone
 // disagrees anywhere in its range (from a month before its first label, which a W or M
 // bucket and the origin can reach, to a week after its last) is skipped, naming

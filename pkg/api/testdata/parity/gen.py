@@ -69,7 +69,8 @@ POINTS = {
 }
 # around America/Santiago's September change, where local midnight does not exist
 # and the autumn changes at 01:00 -> 00:00 of Atlantic/Azores and America/Havana, where
-# local midnight happens twice
+# local midnight happens twice (Havana's until tzdata 2026f, which keeps Cuba on summer
+# time from November 2026; its cases stay, as a zone whose change was dropped)
 POINTS["d"] = irregular("2026-09-01T10:00:00Z", "2026-11-10T00:00Z", 45, random_gaps("2026-09-01", "2026-11-10", 6, 3, 30))
 # small integers: min and max are reached many times (ties resolve to the earliest)
 POINTS["ties"] = [[ms("2026-02-02T00:00Z") + i * 3_600_000, float(RNG.integers(0, 5))] for i in range(200)]
