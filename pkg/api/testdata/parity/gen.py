@@ -8,8 +8,14 @@ from the Go code. Run from the repository root:
     /usr/bin/python3 pkg/api/testdata/parity/gen.py   # Debian's python3 with pandas
 
 It writes fixtures.json beside this script: the seeded points of each variable and the
-cases (request body with variable names instead of ids, expected results).
+cases (request body with variable names instead of ids, expected results), and
+sweep.json (day and week labels of every common zone). Each file also records under
+"tz" the tz rules pandas used: the tzdata version and, for every zone of its cases, the
+UTC offsets over TZ_SPAN. resample_parity_test.go compares those with the database's
+rules and skips, naming the zone, the cases where the two disagree (docs/queries.md).
+Run it after a tzdata update that changes rules for 2026 (apt-get install tzdata).
 """
+import calendar
 import json
 import os
 from decimal import ROUND_HALF_UP, Decimal
@@ -63,7 +69,8 @@ POINTS = {
 }
 # around America/Santiago's September change, where local midnight does not exist
 # and the autumn changes at 01:00 -> 00:00 of Atlantic/Azores and America/Havana, where
-# local midnight happens twice
+# local midnight happens twice (Havana's until tzdata 2026f, which keeps Cuba on summer
+# time from November 2026; its cases stay, as a zone whose change was dropped)
 POINTS["d"] = irregular("2026-09-01T10:00:00Z", "2026-11-10T00:00Z", 45, random_gaps("2026-09-01", "2026-11-10", 6, 3, 30))
 # small integers: min and max are reached many times (ties resolve to the earliest)
 POINTS["ties"] = [[ms("2026-02-02T00:00Z") + i * 3_600_000, float(RNG.integers(0, 5))] for i in range(200)]
@@ -293,13 +300,48 @@ def sweep_cases():
     return cases, skipped
 
 
+# Every case's labels, values and origin lie in this span; the test checks it covers them.
+TZ_SPAN = (ms("2025-11-01T00:00Z"), ms("2027-01-01T00:00Z"))
+
+
+def tzdata_version():
+    """The version of the system tz database, which Debian's pytz (so pandas) reads."""
+    with open("/usr/share/zoneinfo/tzdata.zi") as f:
+        first = f.readline().split()
+    assert first[:2] == ["#", "version"], first
+    return first[2]
+
+
+def utc_offsets(tz):
+    """[[from_ms, utc_offset_seconds], ...] over TZ_SPAN as pandas sees tz: the offset at
+    the span's start, then one entry per change of offset (not of abbreviation or DST flag)."""
+    def offset_at(t):
+        return int(pd.Timestamp(t * MS, tz="UTC").tz_convert(tz).utcoffset().total_seconds())
+
+    out = [[TZ_SPAN[0], offset_at(TZ_SPAN[0])]]
+    zone = pd.Timestamp(0, tz=tz).tz
+    for when in getattr(zone, "_utc_transition_times", []):  # pytz, the zone's UTC change instants
+        t = calendar.timegm(when.timetuple()) * 1000
+        if TZ_SPAN[0] < t < TZ_SPAN[1] and offset_at(t) != out[-1][1]:
+            assert offset_at(t - 1) == out[-1][1], (tz, t)
+            out.append([t, offset_at(t)])
+    return out
+
+
+def tz_record(cases):
+    zones = sorted({c["body"].get("tz", "UTC") for c in cases if "period" in c["body"]})
+    return {"tzdata": tzdata_version(), "span": list(TZ_SPAN), "offsets": {z: utc_offsets(z) for z in zones}}
+
+
 def main():
+    assert pytz_version() == tzdata_version(), (pytz_version(), tzdata_version())
     out = {
         "generator": "pandas " + pd.__version__,
         "points": POINTS,
         "resample": resample_cases(),
         "aggregation": aggregation_cases(),
     }
+    out["tz"] = tz_record(out["resample"])
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures.json")
     with open(path, "w") as f:
         json.dump(out, f, separators=(",", ":"))
@@ -308,7 +350,7 @@ def main():
     cases, skipped = sweep_cases()
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sweep.json")
     with open(path, "w") as f:
-        json.dump({"generator": out["generator"], "tzdata": pytz_version(), "resample": cases,
+        json.dump({"generator": out["generator"], "tz": tz_record(cases), "resample": cases,
                    "skipped": skipped}, f, separators=(",", ":"), indent=None)
         f.write("\n")
     print(f"{path}: {len(cases)} zone sweep cases, {len(skipped)} skipped where pandas raises")
