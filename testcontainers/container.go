@@ -49,6 +49,9 @@ type TimescaleDB struct {
 
 // Start makes sure Docker answers, resolves the image and starts a container.
 func Start(ctx context.Context, opts Options) (*TimescaleDB, error) {
+	if opts.Name != "" && opts.Volume == "" {
+		return nil, fmt.Errorf("start %s: a kept container needs a volume for its data", opts.Name)
+	}
 	// testcontainers-go would otherwise dial the default gateway (it believes it runs
 	// inside a container) and start Ryuk, whose image cannot always be pulled.
 	setDefaultEnv("TESTCONTAINERS_HOST_OVERRIDE", "127.0.0.1")
@@ -59,9 +62,6 @@ func Start(ctx context.Context, opts Options) (*TimescaleDB, error) {
 	img, err := ResolveImage(ctx)
 	if err != nil {
 		return nil, err
-	}
-	if opts.Name != "" && opts.Volume == "" {
-		return nil, fmt.Errorf("start %s: a kept container needs a volume for its data", opts.Name)
 	}
 	port, err := freePort()
 	if err != nil {
