@@ -25,9 +25,10 @@ type makeRun struct {
 	cmd                 *exec.Cmd
 }
 
-// TestMakeRunKeepsData: `make run` keeps its database between runs: a device and a
-// value written, a stop, a start again, and the value reads back with the same admin
-// token, printed again; the container is stopped in between and reused. `make reset`
+// TestMakeRunKeepsData: `make run` keeps its database between runs: a value written (its
+// device and variable created), a stop, a start again, and the value reads back with
+// the same admin token, printed again (saved with mode 0600); the container is stopped
+// in between and reused. `make reset`
 // keeps everything unless answered y, and FORCE=1 deletes the container, the volume
 // and the saved token.
 func TestMakeRunKeepsData(t *testing.T) {
@@ -42,6 +43,11 @@ func TestMakeRunKeepsData(t *testing.T) {
 
 	r.start()
 	first := r.token
+	tokenFile := filepath.Join(r.home, "sensorapi", "admin-token")
+	if fi, err := os.Stat(tokenFile); err != nil || fi.Mode().Perm() != 0o600 {
+		r.stop()
+		t.Fatalf("the admin token is not saved for the owner alone: %v %v", fi, err)
+	}
 	if status, body := httpDo(t, r.base, "POST", "/api/v1.6/devices/kept/t/values", first, `{"value":42,"timestamp":1000}`); status != 201 {
 		r.stop()
 		t.Fatalf("write: %d %s", status, body)
@@ -82,7 +88,7 @@ func TestMakeRunKeepsData(t *testing.T) {
 	if out, err := r.make("", "reset", "FORCE=1"); err != nil || r.volumeExists() || r.containerExists() {
 		t.Fatalf("make reset FORCE=1: %v\n%s", err, out)
 	}
-	if _, err := os.Stat(filepath.Join(r.home, "sensorapi", "admin-token")); !os.IsNotExist(err) {
+	if _, err := os.Stat(tokenFile); !os.IsNotExist(err) {
 		t.Fatalf("make reset left the saved admin token: %v", err)
 	}
 }
