@@ -6,7 +6,9 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"os/exec"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/moby/moby/api/types/container"
@@ -42,9 +44,12 @@ const DataDir = "/var/lib/postgresql/data"
 // TimescaleDB is a running database container published on 127.0.0.1 at a fixed
 // port, so that Stop and Start keep the DSN valid (the fault tests rely on it).
 type TimescaleDB struct {
-	DSN       string
-	Image     string
-	container tc.Container
+	DSN   string
+	Image string
+	// WasRunning: the kept container (Options.Name) was running already, for another
+	// process that uses it, which its Stop would cut off.
+	WasRunning bool
+	container  tc.Container
 }
 
 // Start makes sure Docker answers, resolves the image and starts a container.
@@ -102,6 +107,7 @@ func Start(ctx context.Context, opts Options) (*TimescaleDB, error) {
 		WaitingFor: wait.ForSQL("5432/tcp", "pgx", func(_ string, p network.Port) string { return dsnAt(p.Port()) }).
 			WithStartupTimeout(2 * time.Minute).WithPollInterval(250 * time.Millisecond),
 	}
+	wasRunning := opts.Name != "" && running(ctx, opts.Name)
 	c, err := run(ctx, req)
 	if err != nil {
 		return nil, err
@@ -111,7 +117,13 @@ func Start(ctx context.Context, opts Options) (*TimescaleDB, error) {
 		_ = c.Terminate(context.Background())
 		return nil, fmt.Errorf("start %s: %w", img, err)
 	}
-	return &TimescaleDB{DSN: dsnAt(p.Port()), Image: img, container: c}, nil
+	return &TimescaleDB{DSN: dsnAt(p.Port()), Image: img, WasRunning: wasRunning, container: c}, nil
+}
+
+// running tells whether the container of that name exists and runs.
+func running(ctx context.Context, name string) bool {
+	out, err := exec.CommandContext(ctx, "docker", "container", "inspect", "-f", "{{.State.Running}}", name).Output()
+	return err == nil && strings.TrimSpace(string(out)) == "true"
 }
 
 func dsnAt(port string) string {

@@ -28,7 +28,7 @@ type makeRun struct {
 // TestMakeRunKeepsData: `make run` keeps its database between runs: a value written (its
 // device and variable created), a stop, a start again, and the value reads back with
 // the same admin token, printed again (saved with mode 0600); the container is stopped
-// in between and reused. `make reset`
+// in between and reused, and left running for a first make run when a second stops. `make reset`
 // keeps everything unless answered y, and FORCE=1 deletes the container, the volume
 // and the saved token.
 func TestMakeRunKeepsData(t *testing.T) {
@@ -68,6 +68,20 @@ func TestMakeRunKeepsData(t *testing.T) {
 	if again := r.containerState("exited"); again != id {
 		t.Errorf("the container was replaced (%s, was %s), not reused", again, id)
 	}
+
+	// a second make run on the same data shares the running container and, stopping,
+	// leaves it to the first
+	r.start()
+	second := &makeRun{t: t, volume: r.volume, home: r.home}
+	second.start()
+	second.stop()
+	r.containerState("running")
+	status, body = httpDo(t, r.base, "GET", "/api/v1.6/devices/kept/t/lv", first, "")
+	r.stop()
+	if status != 200 || strings.TrimSpace(body) != "42" {
+		t.Fatalf("the first make run after the second stopped: %d %s", status, body)
+	}
+	r.containerState("exited")
 
 	// its port taken meanwhile, the kept container is replaced: the data is in the volume
 	l, err := net.Listen("tcp", "127.0.0.1:"+r.hostPort())
@@ -109,6 +123,13 @@ func (r *makeRun) start() {
 	if err := r.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	cmd := r.cmd
+	t.Cleanup(func() { // a test failing while it runs
+		if cmd.ProcessState == nil {
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+			_ = cmd.Wait()
+		}
+	})
 	tok := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stderr)

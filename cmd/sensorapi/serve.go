@@ -154,7 +154,7 @@ func printToken(tok, what, addr string) {
 // startLocalDatabase starts the TimescaleDB container of `make run` and makes cfg use it
 // and a saved admin token. The container and the Docker volume that holds its data are
 // both named SENSORAPI_DATA_VOLUME (default sensorapi-data); stop stops the container,
-// which the next start reuses.
+// which the next start reuses, unless it was running before (another serve uses it).
 func startLocalDatabase(ctx context.Context, cfg *config.Config, log *slog.Logger) (func(), error) {
 	vol := os.Getenv("SENSORAPI_DATA_VOLUME")
 	if vol == "" {
@@ -167,6 +167,10 @@ func startLocalDatabase(ctx context.Context, cfg *config.Config, log *slog.Logge
 		return nil, fmt.Errorf("start TimescaleDB: %w", err)
 	}
 	stop := func() {
+		if tsdb.WasRunning { // another serve (a second make run) still uses it
+			log.Info("leaving the TimescaleDB container running: it was running before this serve", "container", vol)
+			return
+		}
 		if err := tsdb.Stop(context.Background()); err != nil {
 			log.Warn("stop the TimescaleDB container", "container", vol, "error", err.Error())
 		}
