@@ -10,17 +10,19 @@ BIN := bin/sensorapi
 
 .PHONY: run reset build test test-tools console-deps prepare vet lint bench bench-fleet bench-mqtt fuzz fuzz-short loadtest image clean
 
-## run: build and serve on :8080 (starts TimescaleDB itself without DATABASE_URL; its
-## data lives in the Docker volume $(DATA_VOLUME) and survives restarts)
+## run: build and serve on :8080 (starts TimescaleDB itself without DATABASE_URL: the
+## container $(DATA_VOLUME), stopped on exit and started again next time, with its data
+## in the Docker volume $(DATA_VOLUME))
 DATA_VOLUME ?= sensorapi-data
 run: build prepare
 	SENSORAPI_DATA_VOLUME=$(DATA_VOLUME) ./$(BIN) serve
 
-## reset: delete make run's data (the Docker volume) and its saved admin token, after
-## asking (FORCE=1: without asking)
+## reset: delete make run's database (its container and volume) and its saved admin
+## token, after asking (FORCE=1: without asking)
 reset:
-	@if [ "$(FORCE)" != 1 ]; then printf 'Delete the volume $(DATA_VOLUME) (every device and value of make run) and its admin token? [y/N] '; \
+	@if [ "$(FORCE)" != 1 ]; then printf 'Delete the container and volume $(DATA_VOLUME) (every device and value of make run) and its admin token? [y/N] '; \
 	  read answer; [ "$$answer" = y ] || { echo "kept"; exit 1; }; fi
+	@if docker container inspect $(DATA_VOLUME) >/dev/null 2>&1; then docker rm -f $(DATA_VOLUME); fi
 	docker volume rm -f $(DATA_VOLUME)
 	rm -f "$${XDG_CONFIG_HOME:-$$HOME/.config}/sensorapi/admin-token"
 

@@ -6,7 +6,9 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"os/exec"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/moby/moby/api/types/container"
@@ -27,6 +29,10 @@ type Options struct {
 	// Volume names a Docker volume that holds the data directory, so the data
 	// outlives the container (`make run`); empty: the data goes with the container.
 	Volume string
+	// Name, with Volume, names a container that is kept: Start uses the one of that
+	// name when it exists (starting it when stopped) and Stop leaves it for the next
+	// Start (`make run`). Empty: a new container, removed by Terminate (tests).
+	Name string
 
 	// script, when set, runs with bash instead of the image's command (a replica).
 	script string
@@ -38,13 +44,19 @@ const DataDir = "/var/lib/postgresql/data"
 // TimescaleDB is a running database container published on 127.0.0.1 at a fixed
 // port, so that Stop and Start keep the DSN valid (the fault tests rely on it).
 type TimescaleDB struct {
-	DSN       string
-	Image     string
-	container tc.Container
+	DSN   string
+	Image string
+	// WasRunning: the kept container (Options.Name) was running already, for another
+	// process that uses it, which its Stop would cut off.
+	WasRunning bool
+	container  tc.Container
 }
 
 // Start makes sure Docker answers, resolves the image and starts a container.
 func Start(ctx context.Context, opts Options) (*TimescaleDB, error) {
+	if opts.Name != "" && opts.Volume == "" {
+		return nil, fmt.Errorf("start %s: a kept container needs a volume for its data", opts.Name)
+	}
 	// testcontainers-go would otherwise dial the default gateway (it believes it runs
 	// inside a container) and start Ryuk, whose image cannot always be pulled.
 	setDefaultEnv("TESTCONTAINERS_HOST_OVERRIDE", "127.0.0.1")
@@ -68,8 +80,8 @@ func Start(ctx context.Context, opts Options) (*TimescaleDB, error) {
 	if opts.script != "" {
 		entrypoint, cmd = []string{"bash", "-c", opts.script}, nil
 	}
-	dsn := fmt.Sprintf("postgres://postgres:postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
 	req := tc.ContainerRequest{
+		Name:         opts.Name,
 		Image:        img,
 		ExposedPorts: []string{"5432/tcp"},
 		Env:          map[string]string{"POSTGRES_PASSWORD": "postgres", "POSTGRES_DB": "postgres"},
@@ -91,20 +103,54 @@ func Start(ctx context.Context, opts Options) (*TimescaleDB, error) {
 		// both give.
 		Networks:       networks(opts),
 		NetworkAliases: aliases(opts),
-		WaitingFor: wait.ForSQL("5432/tcp", "pgx", func(string, network.Port) string { return dsn }).
+		// the published port, which a kept container chose when it was created
+		WaitingFor: wait.ForSQL("5432/tcp", "pgx", func(_ string, p network.Port) string { return dsnAt(p.Port()) }).
 			WithStartupTimeout(2 * time.Minute).WithPollInterval(250 * time.Millisecond),
 	}
-	c, err := tc.GenericContainer(ctx, tc.GenericContainerRequest{ContainerRequest: req, Started: true})
+	wasRunning := opts.Name != "" && running(ctx, opts.Name)
+	c, err := run(ctx, req)
 	if err != nil {
-		if c != nil {
-			_ = c.Terminate(context.Background())
-		}
+		return nil, err
+	}
+	p, err := c.MappedPort(ctx, "5432/tcp")
+	if err != nil {
+		_ = c.Terminate(context.Background())
 		return nil, fmt.Errorf("start %s: %w", img, err)
 	}
-	return &TimescaleDB{DSN: dsn, Image: img, container: c}, nil
+	return &TimescaleDB{DSN: dsnAt(p.Port()), Image: img, WasRunning: wasRunning, container: c}, nil
 }
 
-// Stop stops the container, keeping its data, as a database outage would.
+// running tells whether the container of that name exists and runs.
+func running(ctx context.Context, name string) bool {
+	out, err := exec.CommandContext(ctx, "docker", "container", "inspect", "-f", "{{.State.Running}}", name).Output()
+	return err == nil && strings.TrimSpace(string(out)) == "true"
+}
+
+func dsnAt(port string) string {
+	return "postgres://postgres:postgres@127.0.0.1:" + port + "/postgres?sslmode=disable"
+}
+
+// run creates and starts the container, or reuses the kept one of req.Name. A kept
+// container that cannot start again (its port was taken meanwhile) is replaced by a
+// new one: its data is in the volume.
+func run(ctx context.Context, req tc.ContainerRequest) (tc.Container, error) {
+	greq := tc.GenericContainerRequest{ContainerRequest: req, Started: true, Reuse: req.Name != ""}
+	c, err := tc.GenericContainer(ctx, greq)
+	if err != nil && c != nil && greq.Reuse {
+		_ = c.Terminate(context.Background())
+		c, err = tc.GenericContainer(ctx, greq)
+	}
+	if err != nil {
+		if c != nil && !greq.Reuse {
+			_ = c.Terminate(context.Background())
+		}
+		return nil, fmt.Errorf("start %s: %w", req.Image, err)
+	}
+	return c, nil
+}
+
+// Stop stops the container, keeping its data, as a database outage would; a kept
+// container (Options.Name) stays for the next Start.
 func (t *TimescaleDB) Stop(ctx context.Context) error {
 	d := 10 * time.Second
 	return t.container.Stop(ctx, &d)

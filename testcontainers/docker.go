@@ -22,14 +22,23 @@ func EnsureDocker(ctx context.Context) error {
 	if dockerAnswers(ctx) {
 		return nil
 	}
-	defer steps.end()
+	return exclusive(ctx, func() error {
+		if dockerAnswers(ctx) { // another process started it meanwhile
+			return nil
+		}
+		defer steps.End()
+		return installAndStartDocker(ctx)
+	})
+}
+
+func installAndStartDocker(ctx context.Context) error {
 	if _, err := exec.LookPath("dockerd"); err != nil {
-		steps.begin("installing Docker (apt-get install docker.io)")
+		beginStep("installing Docker (apt-get install docker.io)")
 		if err := installDocker(ctx); err != nil {
 			return err
 		}
 	}
-	steps.begin("starting dockerd")
+	beginStep("starting dockerd")
 	if err := startDockerd(); err != nil {
 		return err
 	}

@@ -39,7 +39,13 @@ func ResolveImage(ctx context.Context) (string, error) {
 	if pull(ctx, OfficialImage) == nil {
 		return OfficialImage, nil
 	}
-	if err := BuildLocalImage(ctx); err != nil {
+	err := exclusive(ctx, func() error {
+		if imagePresent(ctx, LocalImage) { // another process built it meanwhile
+			return nil
+		}
+		return BuildLocalImage(ctx)
+	})
+	if err != nil {
 		return "", err
 	}
 	return LocalImage, nil
@@ -63,28 +69,14 @@ func BuildLocalImage(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Minute)
 	defer cancel()
-	defer steps.end()
-	out := &stepLines{p: steps}
+	defer steps.End()
+	out := &stepLines{begin: beginStep}
 	cmd := exec.CommandContext(ctx, "bash", filepath.Join(dir, "build.sh"), LocalImage)
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("build %s from Debian packages: %w: %s", LocalImage, err, tail(out.kept))
 	}
 	return nil
-}
-
-// Ready tells whether Docker answers and a TimescaleDB image is present already, so
-// that preparing takes no time.
-func Ready(ctx context.Context) bool {
-	if !dockerAnswers(ctx) {
-		return false
-	}
-	for _, img := range []string{os.Getenv("TIMESCALEDB_IMAGE"), OfficialImage, LocalImage} {
-		if img != "" && imagePresent(ctx, img) {
-			return true
-		}
-	}
-	return false
 }
 
 func imagePresent(ctx context.Context, img string) bool {
@@ -94,8 +86,8 @@ func imagePresent(ctx context.Context, img string) bool {
 func pull(ctx context.Context, img string) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	steps.begin("docker pull " + img)
-	defer steps.end()
+	beginStep("docker pull " + img)
+	defer steps.End()
 	out, err := exec.CommandContext(ctx, "docker", "pull", "-q", img).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("docker pull %s: %w: %s", img, err, tail(out))

@@ -1,110 +1,90 @@
 package testcontainers
 
 import (
+	"bytes"
+	"context"
+	"errors"
 	"fmt"
-	"io"
 	"os"
+	"path/filepath"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
+
+	"github.com/sensordata/sensorapi/pkg/progress"
 )
 
-// progressEvery is how often a long step says it is still running.
-const progressEvery = 10 * time.Second
+// steps reports the long first-time steps (installing Docker, building the image).
+var steps = progress.New(os.Stderr, "prepare", progress.Every)
 
-// progress prints each long first-time step as it starts, with the time since the
-// first one, and a line every progressEvery while it runs, so that a first run that
-// installs Docker and builds an image for minutes does not look hung.
-type progress struct {
-	out   io.Writer
-	every time.Duration
-	start time.Time
+var firstRunNote sync.Once
 
-	mu   sync.Mutex
-	name string
-	at   time.Time
-	stop chan struct{}
+// beginStep starts a long step, saying once beforehand why a first run takes minutes.
+func beginStep(name string) {
+	firstRunNote.Do(func() {
+		fmt.Fprintln(os.Stderr, "prepare: first run on this machine: installing Docker and/or building a TimescaleDB "+
+			"image from Debian packages (debootstrap, apt-get, initdb; no container registry needs to be reachable). "+
+			"This takes a few minutes, once; each step is printed as it starts, with a line every 10 s while it runs.")
+	})
+	steps.Begin(name, nil)
 }
 
-var steps = &progress{out: os.Stderr, every: progressEvery}
+// lockPath is the machine-wide lock of the first-time steps.
+var lockPath = filepath.Join(os.TempDir(), "sensorapi-prepare.lock")
 
-// begin announces a step (ending the previous one) and keeps reporting it until end.
-func (p *progress) begin(name string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.endLocked()
-	now := time.Now()
-	if p.start.IsZero() {
-		p.start = now
+// exclusive runs fn holding a machine-wide lock, so that processes preparing at the
+// same time (test binaries, make run, another engineer's prepare) neither run apt-get
+// nor build the image twice at once; fn checks again what another may have done.
+func exclusive(ctx context.Context, fn func() error) error {
+	f, err := os.OpenFile(lockPath, os.O_CREATE|os.O_RDWR, 0o666)
+	if err != nil {
+		return fmt.Errorf("prepare lock: %w", err)
 	}
-	p.name, p.at, p.stop = name, now, make(chan struct{})
-	fmt.Fprintf(p.out, "prepare: [%s] %s…\n", p.elapsed(now), name)
-	go p.tick(name, now, p.stop)
-}
-
-// end closes the current step.
-func (p *progress) end() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.endLocked()
-}
-
-func (p *progress) endLocked() {
-	if p.stop == nil {
-		return
-	}
-	close(p.stop)
-	fmt.Fprintf(p.out, "prepare: [%s] %s: done in %s\n", p.elapsed(time.Now()), p.name,
-		time.Since(p.at).Round(time.Second))
-	p.stop = nil
-}
-
-func (p *progress) tick(name string, since time.Time, stop chan struct{}) {
-	t := time.NewTicker(p.every)
-	defer t.Stop()
-	for {
+	defer func() { _ = f.Close() }() // closing releases the lock
+	for waiting := false; ; {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			return fmt.Errorf("prepare lock %s: %w", lockPath, err)
+		}
+		if !waiting {
+			waiting = true
+			steps.Begin("waiting for another process that is preparing Docker or the image", nil)
+			defer steps.End()
+		}
 		select {
-		case <-stop:
-			return
-		case now := <-t.C:
-			fmt.Fprintf(p.out, "prepare: [%s] still %s… %s\n", p.elapsed(now), name, now.Sub(since).Round(time.Second))
+		case <-ctx.Done():
+			return fmt.Errorf("prepare lock: %w", ctx.Err())
+		case <-time.After(500 * time.Millisecond):
 		}
 	}
-}
-
-func (p *progress) elapsed(now time.Time) string {
-	return fmt.Sprintf("%4ds", int(now.Sub(p.start).Seconds()))
+	return fn()
 }
 
 // stepLines is an io.Writer for a script's output: each line starting with "==> "
 // begins a step; the rest is kept for the error message.
 type stepLines struct {
-	p    *progress
-	buf  []byte
-	kept []byte
+	begin func(name string)
+	buf   []byte
+	kept  []byte
 }
 
 func (w *stepLines) Write(b []byte) (int, error) {
 	w.buf = append(w.buf, b...)
 	for {
-		i := indexNewline(w.buf)
+		i := bytes.IndexByte(w.buf, '\n')
 		if i < 0 {
 			return len(b), nil
 		}
 		line := string(w.buf[:i])
 		w.buf = w.buf[i+1:]
-		if len(line) > 4 && line[:4] == "==> " {
-			w.p.begin(line[4:])
+		if name, ok := strings.CutPrefix(line, "==> "); ok {
+			w.begin(name)
 			continue
 		}
 		w.kept = append(append(w.kept, line...), '\n')
 	}
-}
-
-func indexNewline(b []byte) int {
-	for i, c := range b {
-		if c == '\n' {
-			return i
-		}
-	}
-	return -1
 }

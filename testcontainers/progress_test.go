@@ -1,32 +1,47 @@
 package testcontainers
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
 )
 
-// TestStepLines: a script's "==> " lines begin steps, each is reported while it runs
-// and when it ends, and the other lines are kept for an error message.
+// TestStepLines: a script's "==> " lines begin steps, even split across writes, and
+// the other lines are kept for an error message.
 func TestStepLines(t *testing.T) {
-	var out strings.Builder
-	p := &progress{out: &out, every: 20 * time.Millisecond}
-	w := &stepLines{p: p}
+	var begun []string
+	w := &stepLines{begin: func(name string) { begun = append(begun, name) }}
 	_, _ = w.Write([]byte("==> debootstrap\nnoise one\n==> docker b"))
-	time.Sleep(70 * time.Millisecond)
 	_, _ = w.Write([]byte("uild\nnoise two\n"))
-	time.Sleep(30 * time.Millisecond)
-	p.end()
-	got := out.String()
-	for _, want := range []string{"debootstrap…", "debootstrap: done in", "docker build…", "docker build: done in"} {
-		if !strings.Contains(got, want) {
-			t.Errorf("missing %q in:\n%s", want, got)
-		}
-	}
-	if strings.Count(got, "still debootstrap") < 2 {
-		t.Errorf("no periodic line while the step ran:\n%s", got)
+	if strings.Join(begun, "|") != "debootstrap|docker build" {
+		t.Errorf("steps %q", begun)
 	}
 	if string(w.kept) != "noise one\nnoise two\n" {
 		t.Errorf("kept %q", w.kept)
+	}
+}
+
+// TestExclusive: another process's first-time steps wait while the lock is held, and
+// run once it is released.
+func TestExclusive(t *testing.T) {
+	lockPath = t.TempDir() + "/lock"
+	held, release := make(chan struct{}), make(chan struct{})
+	go func() {
+		_ = exclusive(context.Background(), func() error { close(held); <-release; return nil })
+	}()
+	<-held
+	ran := make(chan struct{})
+	go func() { _ = exclusive(context.Background(), func() error { close(ran); return nil }) }()
+	select {
+	case <-ran:
+		t.Fatal("ran while the lock was held")
+	case <-time.After(700 * time.Millisecond):
+	}
+	close(release)
+	select {
+	case <-ran:
+	case <-time.After(5 * time.Second):
+		t.Fatal("did not run after the lock was released")
 	}
 }

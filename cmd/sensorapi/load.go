@@ -14,6 +14,7 @@ import (
 
 	"github.com/sensordata/sensorapi/pkg/ingest"
 	"github.com/sensordata/sensorapi/pkg/loadgen"
+	"github.com/sensordata/sensorapi/pkg/progress"
 )
 
 func loadCmd(ctx context.Context, args []string) error {
@@ -110,7 +111,12 @@ func runLoad(ctx context.Context, spec loadgen.Spec, conc int, send sender, out 
 		}()
 	}
 	start := time.Now()
-	stop := progress(out, spec.Total(), &done, start)
+	rep := progress.New(out, "load", 2*time.Second)
+	rep.Begin(fmt.Sprintf("writing %d dots", spec.Total()), func() string {
+		n := done.Load()
+		return fmt.Sprintf("%d / %d dots (%.0f%%), %.0f dots/s", n, spec.Total(),
+			100*float64(n)/float64(max(1, spec.Total())), float64(n)/time.Since(start).Seconds())
+	})
 	err := spec.Batches(func(b loadgen.Batch) error {
 		select {
 		case batches <- b:
@@ -121,7 +127,7 @@ func runLoad(ctx context.Context, spec loadgen.Spec, conc int, send sender, out 
 	})
 	close(batches)
 	wg.Wait()
-	stop()
+	rep.End()
 	if firstErr != nil {
 		return fmt.Errorf("load: %w", firstErr)
 	}
@@ -131,22 +137,4 @@ func runLoad(ctx context.Context, spec loadgen.Spec, conc int, send sender, out 
 	d := time.Since(start)
 	fmt.Fprintf(out, "loaded %d dots in %.1fs (%.0f dots/s)\n", done.Load(), d.Seconds(), float64(done.Load())/d.Seconds())
 	return nil
-}
-
-func progress(out io.Writer, total int, done *atomic.Int64, start time.Time) func() {
-	t := time.NewTicker(2 * time.Second)
-	quit := make(chan struct{})
-	go func() {
-		for {
-			select {
-			case <-t.C:
-				n := done.Load()
-				fmt.Fprintf(out, "  %d / %d dots (%.0f%%), %.0f dots/s\n", n, total,
-					100*float64(n)/float64(max(1, total)), float64(n)/time.Since(start).Seconds())
-			case <-quit:
-				return
-			}
-		}
-	}()
-	return func() { t.Stop(); close(quit) }
 }

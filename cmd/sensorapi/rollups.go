@@ -6,9 +6,11 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/sensordata/sensorapi/pkg/ingest"
+	"github.com/sensordata/sensorapi/pkg/progress"
 )
 
 const rollupsUsage = `Usage: sensorapi rollups rebuild|check [--since TIME]
@@ -22,7 +24,7 @@ older than the rollups during a rolling upgrade, or rows loaded into "values" by
 check compares the rollups with the values, variable by variable, prints each minute
 that differs (count, min, max, or sum beyond 1e-9 relative) and exits 1 if any does.
 
-Both print a progress line every 1000 variables and at least every 10 s.
+Both print a progress line every 10 s: how many variables they have done.
 
 Examples:
   DATABASE_URL=postgres://... sensorapi rollups check
@@ -66,7 +68,10 @@ func rollupsCmd(ctx context.Context, args []string) error {
 	if sub == "check" {
 		return checkRollups(ctx, st, from)
 	}
-	if err := st.RebuildMinutes(ctx, from, progressLine("rebuilt")); err != nil {
+	count, end := reportVariables("rebuilding the minute rollups")
+	err = st.RebuildMinutes(ctx, from, count)
+	end()
+	if err != nil {
 		return err
 	}
 	fmt.Println("minute rollups rebuilt")
@@ -75,7 +80,9 @@ func rollupsCmd(ctx context.Context, args []string) error {
 
 // checkRollups prints the minutes whose rollups differ from the values.
 func checkRollups(ctx context.Context, st *ingest.Store, from time.Time) error {
-	bad, err := st.CheckMinutes(ctx, from, progressLine("checked"))
+	count, end := reportVariables("checking the minute rollups")
+	bad, err := st.CheckMinutes(ctx, from, count)
+	end()
 	if err != nil {
 		return err
 	}
@@ -97,14 +104,11 @@ func orNone(n *int32) string {
 	return fmt.Sprint(*n)
 }
 
-// progressLine reports every 1000 variables and at least every 10 s (one variable may
-// take long).
-func progressLine(verb string) func(done, total int) {
-	start, said := time.Now(), time.Now()
-	return func(done, total int) {
-		if done%1000 == 0 || done == total || time.Since(said) >= 10*time.Second {
-			said = time.Now()
-			fmt.Fprintf(os.Stderr, "%s %d of %d variables (%.0fs)\n", verb, done, total, time.Since(start).Seconds())
-		}
-	}
+// reportVariables reports a step over the variables every 10 s (one variable may take
+// long): count is the store's callback, end ends the step.
+func reportVariables(name string) (count func(done, total int), end func()) {
+	var done, total atomic.Int64
+	r := progress.New(os.Stderr, "rollups", progress.Every)
+	r.Begin(name, func() string { return fmt.Sprintf("%d of %d variables", done.Load(), total.Load()) })
+	return func(d, t int) { done.Store(int64(d)); total.Store(int64(t)) }, r.End
 }

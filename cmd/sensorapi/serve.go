@@ -30,8 +30,9 @@ turns it off). Migrations are applied on start.
 
 Without DATABASE_URL (make run) it starts a TimescaleDB container whose data lives in
 the Docker volume SENSORAPI_DATA_VOLUME (default sensorapi-data), so it survives
-restarts, and prints the admin token, kept in $XDG_CONFIG_HOME/sensorapi/admin-token
-(~/.config/...) so that the same one is printed each time. make reset deletes both.
+restarts: the container (of the same name) is stopped on exit and started again next
+time. It prints the admin token, kept in $XDG_CONFIG_HOME/sensorapi/admin-token
+(~/.config/...) so that the same one is printed each time. make reset deletes all three.
 
 Example:
   SENSORAPI_ADDR=:9090 DATABASE_URL=postgres://postgres:postgres@127.0.0.1:5432/postgres sensorapi serve
@@ -150,21 +151,30 @@ func printToken(tok, what, addr string) {
 		what, tok, tok, base, base, tok)
 }
 
-// startLocalDatabase starts the TimescaleDB container of `make run`, its data in a named
-// volume, and makes cfg use it and a saved admin token; stop removes the container and
-// keeps the volume.
+// startLocalDatabase starts the TimescaleDB container of `make run` and makes cfg use it
+// and a saved admin token. The container and the Docker volume that holds its data are
+// both named SENSORAPI_DATA_VOLUME (default sensorapi-data); stop stops the container,
+// which the next start reuses, unless it was running before (another serve uses it).
 func startLocalDatabase(ctx context.Context, cfg *config.Config, log *slog.Logger) (func(), error) {
 	vol := os.Getenv("SENSORAPI_DATA_VOLUME")
 	if vol == "" {
 		vol = "sensorapi-data"
 	}
-	log.Info("DATABASE_URL is not set: starting a TimescaleDB container; its data lives in a Docker volume",
-		"volume", vol)
-	tsdb, err := testcontainers.Start(ctx, testcontainers.Options{Volume: vol})
+	log.Info("DATABASE_URL is not set: starting the TimescaleDB container (or the kept one); its data lives in a Docker volume",
+		"container", vol, "volume", vol)
+	tsdb, err := testcontainers.Start(ctx, testcontainers.Options{Volume: vol, Name: vol})
 	if err != nil {
 		return nil, fmt.Errorf("start TimescaleDB: %w", err)
 	}
-	stop := func() { _ = tsdb.Terminate(context.Background()) }
+	stop := func() {
+		if tsdb.WasRunning { // another serve (a second make run) still uses it
+			log.Info("leaving the TimescaleDB container running: it was running before this serve", "container", vol)
+			return
+		}
+		if err := tsdb.Stop(context.Background()); err != nil {
+			log.Warn("stop the TimescaleDB container", "container", vol, "error", err.Error())
+		}
+	}
 	log.Info("TimescaleDB container started", "image", tsdb.Image, "dsn", tsdb.DSN)
 	cfg.DatabaseURL = tsdb.DSN
 	if cfg.AdminToken == "" {

@@ -276,6 +276,12 @@ func TestRollupsRebuild(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), "minute rollups rebuilt") {
 		t.Fatalf("rollups rebuild: %v\n%s", err, out)
 	}
+	// the step is reported as it starts and ends (pkg/progress adds a line every 10 s)
+	for _, want := range []string{"] rebuilding the minute rollups…", "] rebuilding the minute rollups: done in"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("rollups rebuild printed no %q:\n%s", want, out)
+		}
+	}
 	if n := minutes(); n != 2 {
 		t.Fatalf("%d rollups after the rebuild, want 2\n%s", n, out)
 	}
@@ -286,5 +292,22 @@ func TestRollupsRebuild(t *testing.T) {
 	bad.Env = cmd.Env
 	if out, err := bad.CombinedOutput(); err == nil || !strings.Contains(string(out), "--since") {
 		t.Fatalf("a bad --since is accepted: %v\n%s", err, out)
+	}
+}
+
+// TestLoadReportsProgress: load writes its data set in-process and reports the step as
+// it starts and ends (pkg/progress adds a line every 2 s while it runs).
+func TestLoadReportsProgress(t *testing.T) {
+	bin := buildBinary(t)
+	cmd := exec.Command(bin, "load", "--points", "50", "--start", "2019-01-01T00:00:00Z")
+	cmd.Env = append(os.Environ(), "DATABASE_URL="+env.DSN)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("load: %v\n%s", err, out)
+	}
+	for _, want := range []string{"load: [   0s] writing 50 dots…", "] writing 50 dots: done in", "loaded 50 dots in"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("load printed no %q:\n%s", want, out)
+		}
 	}
 }

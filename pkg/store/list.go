@@ -90,8 +90,10 @@ func ParseList(q url.Values, fields map[string]Field, defaultSort, tiebreak stri
 			continue
 		}
 		for _, v := range vals {
-			c := nothing // PostgreSQL text cannot hold NUL: such a value matches nothing
-			if !strings.ContainsRune(v, 0) {
+			// PostgreSQL text cannot hold NUL: such a value matches nothing (in an
+			// __in list, such an item: inCond drops it)
+			c := nothing
+			if lookup == "in" || !strings.ContainsRune(v, 0) {
 				c = filterCond(f, lookup, v)
 			}
 			if f.Via != "" {
@@ -188,27 +190,13 @@ func filterCond(f Field, lookup, v string) cond {
 		}
 		return nothing
 	}
+	if lookup == "in" {
+		return inCond(f, v)
+	}
 	if f.Kind == Array {
-		items := splitList(v)
-		if lookup == "in" {
-			return cond{sql: col + " && ?", args: []any{pgdialect.Array(items)}}
-		}
-		return cond{sql: col + " @> ?", args: []any{pgdialect.Array(items)}}
+		return cond{sql: col + " @> ?", args: []any{pgdialect.Array(splitList(v))}}
 	}
 	switch lookup {
-	case "in":
-		// each item stands alone (API.md §3): a malformed one matches nothing and
-		// spoils nothing
-		var vals []any
-		for _, item := range splitList(v) {
-			if one, ok := values(f.Kind, []string{item}); ok {
-				vals = append(vals, one...)
-			}
-		}
-		if len(vals) == 0 {
-			return nothing
-		}
-		return cond{sql: col + " IN (?)", args: []any{bun.List(vals)}}
 	case "range":
 		parts := splitList(v)
 		vals, ok := values(f.Kind, parts)
@@ -227,6 +215,29 @@ func filterCond(f Field, lookup, v string) cond {
 	}
 	op := map[string]string{"exact": "=", "gt": ">", "gte": ">=", "lt": "<", "lte": "<="}[lookup]
 	return cond{sql: fmt.Sprintf("%s %s ?", col, op), args: vals}
+}
+
+// inCond matches any item of a comma-separated list. Each item stands alone (API.md
+// §3): a malformed one (not 24 hex for an id, holding NUL, ...) matches nothing and
+// spoils nothing, so id__in=GOOD,zzz still finds GOOD.
+func inCond(f Field, v string) cond {
+	var items []string
+	var vals []any
+	for _, item := range splitList(v) {
+		if strings.ContainsRune(item, 0) {
+			continue
+		}
+		if one, ok := values(f.Kind, []string{item}); ok {
+			items, vals = append(items, item), append(vals, one...)
+		}
+	}
+	switch {
+	case len(vals) == 0:
+		return nothing
+	case f.Kind == Array: // has any of the items
+		return cond{sql: f.Column + " && ?", args: []any{pgdialect.Array(items)}}
+	}
+	return cond{sql: f.Column + " IN (?)", args: []any{bun.List(vals)}}
 }
 
 func likeCond(col, lookup, v string) cond {

@@ -1,7 +1,8 @@
 // Command prepare readies this machine for the tests and `make run`: a Docker daemon
 // that answers (installed and started when needed) and a TimescaleDB image (pulled, or
 // built from Debian packages). It does its work once, before test packages start in
-// parallel, and is quick when everything is already there.
+// parallel, and is quick when everything is already there. A first run says so, and
+// prints each step as it starts with a line every 10 s while it runs.
 package main
 
 import (
@@ -16,11 +17,6 @@ import (
 func main() {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	if !testcontainers.Ready(ctx) {
-		fmt.Fprintln(os.Stderr, "prepare: first run on this machine: installing Docker and/or building a TimescaleDB "+
-			"image from Debian packages (no container registry needs to be reachable). This takes a few minutes, once; "+
-			"each step is printed as it starts, with a line every 10 s while it runs.")
-	}
 	if err := testcontainers.EnsureDocker(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "prepare:", err)
 		os.Exit(1)

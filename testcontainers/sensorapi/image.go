@@ -7,12 +7,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/sensordata/sensorapi/pkg/progress"
 )
 
 // BuildImage builds the service image under tag from source, the way the repository's
 // Dockerfile says: the static binary of cmd/sensorapi (from this module: the checkout,
 // or the Go module cache in another project) in an image FROM scratch. Nothing is
-// pulled.
+// pulled. It takes a minute or so the first time and says so every 10 s.
 func BuildImage(ctx context.Context, tag string) error {
 	dir, err := os.MkdirTemp("", "sensorapi-image-")
 	if err != nil {
@@ -23,12 +25,20 @@ func BuildImage(ctx context.Context, tag string) error {
 	if err != nil {
 		return err
 	}
-	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", filepath.Join(dir, "sensorapi"),
-		"github.com/sensordata/sensorapi/cmd/sensorapi")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	steps := progress.New(os.Stderr, "sensorapi", progress.Every)
+	defer steps.End()
+	steps.Begin("building the service image "+tag+" from source: go build", nil)
+	// in the module's own directory, with its own go.mod and go.sum: another project's
+	// go.sum lacks the service's dependencies (gin, the MQTT broker, ...) that its own
+	// packages do not import
+	build := exec.CommandContext(ctx, "go", "build", "-mod=readonly", "-trimpath", "-ldflags=-s -w",
+		"-o", filepath.Join(dir, "sensorapi"), "./cmd/sensorapi")
+	build.Dir = root
+	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOWORK=off")
 	if out, err := build.CombinedOutput(); err != nil {
-		return fmt.Errorf("build image: go build: %w: %s", err, out)
+		return fmt.Errorf("build image: go build in %s: %w: %s", root, err, out)
 	}
+	steps.Begin("building the service image "+tag+": docker build", nil)
 	if err := copyFile(filepath.Join(root, "Dockerfile"), filepath.Join(dir, "Dockerfile")); err != nil {
 		return err
 	}

@@ -85,7 +85,7 @@ func Run(ctx context.Context, img string, opts ...tc.ContainerCustomizer) (*Cont
 	}
 	c.AdminToken = req.Env["SENSORAPI_ADMIN_TOKEN"]
 	if c.Container, err = tc.GenericContainer(ctx, req); err != nil {
-		c.cleanup(ctx)
+		_ = c.Terminate(ctx) // a container that started but never got ready, too
 		return nil, fmt.Errorf("start %s: %w", img, err)
 	}
 	return c, nil

@@ -1,0 +1,63 @@
+package progress
+
+import (
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// TestSteps: each step is announced, says it is still running at every interval with
+// its status, ends with its duration when the next one begins or on End, and nothing
+// is printed for it after that.
+func TestSteps(t *testing.T) {
+	var out strings.Builder
+	r := New(&out, "prepare", 20*time.Millisecond)
+	var n atomic.Int64
+	r.Begin("debootstrap", func() string { return strings.Repeat("x", int(n.Add(1))) })
+	waitFor(t, func() bool { return n.Load() >= 2 })
+	var built atomic.Bool
+	r.Begin("docker build", func() string { built.Store(true); return "" })
+	waitFor(t, built.Load)
+	r.End()
+	r.End() // no step: nothing
+	got := out.String()
+	time.Sleep(60 * time.Millisecond)
+	if out.String() != got {
+		t.Fatalf("printed after End:\n%s", out.String())
+	}
+	lines := strings.Split(strings.TrimSpace(got), "\n")
+	want := []string{"] debootstrap…", "] still debootstrap… 0s: x", "] still debootstrap… 0s: xx", "] debootstrap: done in 0s",
+		"] docker build…", "] still docker build… 0s: ", "] docker build: done in 0s"}
+	for _, w := range want {
+		if !containsLine(lines, w) {
+			t.Errorf("no line with %q in:\n%s", w, got)
+		}
+	}
+	for _, l := range lines {
+		if !strings.HasPrefix(l, "prepare: [   0s] ") {
+			t.Errorf("line without prefix and elapsed time: %q", l)
+		}
+	}
+	if strings.Index(got, "debootstrap: done") > strings.Index(got, "docker build…") {
+		t.Errorf("the next step began before the previous one ended:\n%s", got)
+	}
+}
+
+func containsLine(lines []string, suffix string) bool {
+	for _, l := range lines {
+		if strings.HasSuffix(l, suffix) {
+			return true
+		}
+	}
+	return false
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no periodic line within 5 s")
+		}
+	}
+}
