@@ -15,14 +15,16 @@ import (
 
 const rollupsUsage = `Usage: sensorapi rollups rebuild|check [--since TIME]
 
-rebuild recomputes the per-minute rollups (table value_minutes) of every variable from
-its values, one variable per transaction, while the service keeps running. The write
-path keeps them exact; rebuild repairs what it did not see: values written by a binary
-older than the rollups during a rolling upgrade, or rows loaded into "values" by hand
+rebuild recomputes every rollup tier (tables value_minutes, value_quarters and
+value_days) of every variable from its values, one variable per transaction, while the
+service keeps running; --since is rounded down to its UTC day. The write path keeps
+the tiers exact; rebuild repairs what it did not see: values written by a binary older
+than the tiers during a rolling upgrade, or rows loaded into "values" by hand
 (docs/operations.md).
 
-check compares the rollups with the values, variable by variable, prints each minute
-that differs (count, min, max, or sum beyond 1e-9 relative) and exits 1 if any does.
+check compares every tier with the values, variable by variable, prints each tile that
+differs (count, min, max, first, last, the timestamps of min and max, or sum and
+spread beyond 1e-9 relative) and exits 1 if any does.
 
 Both print a progress line every 10 s: how many variables they have done.
 
@@ -68,32 +70,32 @@ func rollupsCmd(ctx context.Context, args []string) error {
 	if sub == "check" {
 		return checkRollups(ctx, st, from)
 	}
-	count, end := reportVariables("rebuilding the minute rollups")
-	err = st.RebuildMinutes(ctx, from, count)
+	count, end := reportVariables("rebuilding the rollup tiers")
+	err = st.RebuildTiers(ctx, from, count)
 	end()
 	if err != nil {
 		return err
 	}
-	fmt.Println("minute rollups rebuilt")
+	fmt.Println("rollup tiers rebuilt")
 	return nil
 }
 
-// checkRollups prints the minutes whose rollups differ from the values.
+// checkRollups prints the tiles whose rollups differ from the values.
 func checkRollups(ctx context.Context, st *ingest.Store, from time.Time) error {
-	count, end := reportVariables("checking the minute rollups")
-	bad, err := st.CheckMinutes(ctx, from, count)
+	count, end := reportVariables("checking the rollup tiers")
+	bad, err := st.CheckTiers(ctx, from, count)
 	end()
 	if err != nil {
 		return err
 	}
 	for _, m := range bad {
-		fmt.Printf("variable %d minute %s: %s values, rollup counts %s\n", m.Variable, m.Minute.Format(time.RFC3339),
+		fmt.Printf("variable %d %s tile %s: %s values, rollup counts %s\n", m.Variable, m.Table, m.Tile.Format(time.RFC3339),
 			orNone(m.N), orNone(m.Rolled))
 	}
 	if len(bad) > 0 {
-		return fmt.Errorf("rollups check: %d minutes differ from their values (sensorapi rollups rebuild repairs them)", len(bad))
+		return fmt.Errorf("rollups check: %d tiles differ from their values (sensorapi rollups rebuild repairs them)", len(bad))
 	}
-	fmt.Println("minute rollups match the values")
+	fmt.Println("rollup tiers match the values")
 	return nil
 }
 

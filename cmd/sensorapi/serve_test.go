@@ -273,7 +273,7 @@ func TestRollupsRebuild(t *testing.T) {
 	cmd := exec.Command(bin, "rollups", "rebuild", "--since", "2026-01-01T00:00:00Z")
 	cmd.Env = append(os.Environ(), "DATABASE_URL="+env.DSN)
 	out, err := cmd.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "minute rollups rebuilt") {
+	if err != nil || !strings.Contains(string(out), "rollup tiers rebuilt") {
 		t.Fatalf("rollups rebuild: %v\n%s", err, out)
 	}
 	// the step is reported as it starts and ends (pkg/progress adds a line every 10 s)
@@ -285,7 +285,7 @@ func TestRollupsRebuild(t *testing.T) {
 	if n := minutes(); n != 2 {
 		t.Fatalf("%d rollups after the rebuild, want 2\n%s", n, out)
 	}
-	if out, err := check(); err != nil || !strings.Contains(out, "minute rollups match the values") {
+	if out, err := check(); err != nil || !strings.Contains(out, "rollup tiers match the values") {
 		t.Fatalf("rollups check after the rebuild: %v\n%s", err, out)
 	}
 	bad := exec.Command(bin, "rollups", "rebuild", "--since", "yesterday")

@@ -401,13 +401,13 @@ func TestRebuildMinutesRepairsDrift(t *testing.T) {
 	}
 	st := &ingest.Store{Pool: env.DB.Pool}
 	var calls int
-	if err := st.RebuildMinutes(ctx, since, func(done, total int) { calls++ }); err != nil {
+	if err := st.RebuildTiers(ctx, since, func(done, total int) { calls++ }); err != nil {
 		t.Fatal(err)
 	}
 	if drift, _ := rollupDrift(t); drift != 1 || calls == 0 {
 		t.Fatalf("after rebuilding since %v: %d rollups differ (want the 1 before it), %d progress calls", since, drift, calls)
 	}
-	if err := st.RebuildMinutes(ctx, time.Time{}, nil); err != nil {
+	if err := st.RebuildTiers(ctx, time.Time{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if drift, _ := rollupDrift(t); drift != 0 {

@@ -104,11 +104,11 @@ func (s *Store) Last(ctx context.Context, key int64) (*StoredDot, error) {
 }
 
 // Delete removes the variable's values in the range and recomputes its lastValue and
-// minute rollups from what remains, in one transaction.
+// rollup tiers from what remains, in one transaction.
 func (s *Store) Delete(ctx context.Context, key int64, r Range) error {
 	start, end := r.bounds()
 	return pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
-		// the variable's row first, as writers lock it before their rollups (minutes.go)
+		// the variable's row first, as writers lock it before their rollups (tiers.go)
 		if _, err := tx.Exec(ctx, `SELECT FROM variables WHERE id = $1 FOR NO KEY UPDATE`, key); err != nil {
 			return fmt.Errorf("lock variable: %w", err)
 		}
@@ -116,7 +116,7 @@ func (s *Store) Delete(ctx context.Context, key int64, r Range) error {
 			key, start, end); err != nil {
 			return fmt.Errorf("delete values: %w", err)
 		}
-		if err := deleteMinutes(ctx, tx, key, start, end); err != nil {
+		if err := deleteTiles(ctx, tx, key, start, end); err != nil {
 			return err
 		}
 		_, err := tx.Exec(ctx, `UPDATE variables

@@ -327,7 +327,7 @@ func (t *targets) add(u targets) {
 var errStale = errors.New("device or variable changed since it was resolved")
 
 // writeRows upserts the values, moves lastValue/lastActivity of the variables and
-// devices and updates the minute rollups: four statements sent in one round trip.
+// devices and updates the rollup tiers: one round trip.
 func writeRows(ctx context.Context, tx pgx.Tx, rows []row, t targets) error {
 	n := len(rows)
 	vars, ts, vals := make([]int64, n), make([]time.Time, n), make([]float64, n)
@@ -344,11 +344,10 @@ func writeRows(ctx context.Context, tx pgx.Tx, rows []row, t targets) error {
 	// Lock order: devices (ascending id) before their variables, in every writer. A
 	// writer that created variables already holds its device's row (the count
 	// trigger); taking variable rows first elsewhere would deadlock with it.
-	// The minute rollups come after lastValueSQL: the variables' rows are locked then
-	// (see minutes.go). A batch owns its queued queries, so each gets new ones.
-	sums := sumMinutes(rows)
+	// The rollup tiers come after lastValueSQL: the variables' rows are locked then
+	// (see tiers.go). A batch owns its queued queries, so each gets new ones.
 	var devicesSeen, varsSeen int64
-	batch := func(valuesSQL, minutesSQL string, minutesArgs ...any) []*pgx.QueuedQuery {
+	batch := func(valuesSQL string, tiles []*pgx.QueuedQuery) []*pgx.QueuedQuery {
 		b := &pgx.Batch{}
 		if len(devIDs) > 1 {
 			// an UPDATE … FROM locks rows in whatever order its join runs: take them
@@ -364,23 +363,22 @@ func writeRows(ctx context.Context, tx pgx.Tx, rows []row, t targets) error {
 			varsSeen = ct.RowsAffected()
 			return nil
 		})
-		b.Queue(minutesSQL, minutesArgs...)
-		return b.QueuedQueries
+		return append(b.QueuedQueries, tiles...)
 	}
 
 	// Fast path: a plain INSERT, about twice as fast as ON CONFLICT on a hypertable
 	// (measured: 500k rows 6.0 s vs 13.6 s). Rows that exist already (a retried request)
 	// make it fail with a unique violation: then the savepoint undoes it and the upsert
-	// runs instead, and the minutes it touched are recomputed rather than added to.
+	// runs instead, and the tiles it touched are recomputed rather than added to.
 	// Either way the same rows end up stored.
 	err := sendBatch(ctx, tx, append([]*pgx.QueuedQuery{{SQL: "SAVEPOINT fast_insert"}},
-		batch(insertValuesSQL, addMinutesSQL, sums.vars, sums.minutes, sums.n, sums.sum, sums.min, sums.max, sums.ks, sums.m2)...))
+		batch(insertValuesSQL, addQueries(rows))...))
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && pe.Code == "23505" {
 		if _, rerr := tx.Exec(ctx, "ROLLBACK TO SAVEPOINT fast_insert"); rerr != nil {
 			return fmt.Errorf("write values: %w", rerr)
 		}
-		err = sendBatch(ctx, tx, batch(upsertValuesSQL, recomputeMinutesSQL, sums.vars, sums.minutes))
+		err = sendBatch(ctx, tx, batch(upsertValuesSQL, recomputeQueries(rows)))
 	}
 	if err != nil {
 		return fmt.Errorf("write values: %w", err)

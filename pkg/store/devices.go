@@ -107,16 +107,15 @@ func UpdateDevice(ctx context.Context, db bun.IDB, d *model.Device) error {
 	return nil
 }
 
-// DeleteDevice removes a Device, its Variables (by cascade), their values and minute
-// rollups (hypertables have no foreign keys), in the caller's transaction.
+// DeleteDevice removes a Device, its Variables (by cascade), their values and rollup
+// tiers (hypertables have no foreign keys), in the caller's transaction.
 func DeleteDevice(ctx context.Context, tx bun.Tx, id int64) error {
 	_, err := tx.NewRaw(`DELETE FROM "values" WHERE variable_id IN (SELECT id FROM variables WHERE device_id = ?)`, id).Exec(ctx)
 	if err != nil {
 		return fmt.Errorf("delete device values: %w", err)
 	}
-	_, err = tx.NewRaw(`DELETE FROM value_minutes WHERE variable_id IN (SELECT id FROM variables WHERE device_id = ?)`, id).Exec(ctx)
-	if err != nil {
-		return fmt.Errorf("delete device minute rollups: %w", err)
+	if err := deleteTiles(ctx, tx, `IN (SELECT id FROM variables WHERE device_id = ?)`, id); err != nil {
+		return fmt.Errorf("delete device: %w", err)
 	}
 	if _, err := tx.NewDelete().TableExpr("devices").Where("id = ?", id).Exec(ctx); err != nil {
 		return fmt.Errorf("delete device: %w", err)

@@ -9,6 +9,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/sensordata/sensorapi/pkg/model"
+	"github.com/sensordata/sensorapi/pkg/tiers"
 	"github.com/sensordata/sensorapi/pkg/validate"
 )
 
@@ -109,17 +110,28 @@ func UpdateVariable(ctx context.Context, db bun.IDB, v *model.Variable) error {
 	return nil
 }
 
-// DeleteVariable removes a Variable, its values and their minute rollups, in the
+// DeleteVariable removes a Variable, its values and their rollup tiers, in the
 // caller's transaction.
 func DeleteVariable(ctx context.Context, tx bun.Tx, id int64) error {
 	if _, err := tx.NewRaw(`DELETE FROM "values" WHERE variable_id = ?`, id).Exec(ctx); err != nil {
 		return fmt.Errorf("delete variable values: %w", err)
 	}
-	if _, err := tx.NewRaw(`DELETE FROM value_minutes WHERE variable_id = ?`, id).Exec(ctx); err != nil {
-		return fmt.Errorf("delete variable minute rollups: %w", err)
+	if err := deleteTiles(ctx, tx, `= ?`, id); err != nil {
+		return fmt.Errorf("delete variable: %w", err)
 	}
 	if _, err := tx.NewDelete().TableExpr("variables").Where("id = ?", id).Exec(ctx); err != nil {
 		return fmt.Errorf("delete variable: %w", err)
+	}
+	return nil
+}
+
+// deleteTiles removes the rollup tiles of the variables whose id matches cond (SQL
+// after "variable_id", with arg), in every tier.
+func deleteTiles(ctx context.Context, tx bun.Tx, cond string, arg any) error {
+	for _, t := range tiers.All {
+		if _, err := tx.NewRaw(`DELETE FROM `+t.Table+` WHERE variable_id `+cond, arg).Exec(ctx); err != nil {
+			return fmt.Errorf("delete %s: %w", t.Table, err)
+		}
 	}
 	return nil
 }

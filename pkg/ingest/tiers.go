@@ -1,0 +1,271 @@
+package ingest
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sensordata/sensorapi/pkg/tiers"
+)
+
+// The rollup tiers (pkg/tiers: minutes, quarters, days) change in the same transaction
+// as the values they summarize, always after the variable's row is locked (lastValueSQL,
+// or Delete's lock), so that two writers of one variable update its tiles one after
+// the other and each statement sees what the other committed:
+//   - rows that are all new (the fast path) add their per-tile rollups to every tier
+//     (addTilesSQL): additions commute, so order is free;
+//   - when some rows replaced stored ones (the upsert path) or were deleted, min, max
+//     and the spread cannot be taken back: the minutes they touched are recomputed from
+//     "values", then each coarser tier's touched tiles from the tier below
+//     (recomputeTilesSQL), finest first.
+
+// tileSums are the rollups of a batch in one tier, as parallel arrays for unnest.
+type tileSums struct {
+	vars                  []int64
+	tiles                 []time.Time
+	n                     []int32
+	sum, min, max         []float64
+	ks, m2                []float64 // sum of (value - min); sum of squared deviations
+	firstTS, lastTS       []time.Time
+	firstValue, lastValue []float64
+	minTS, maxTS          []time.Time
+}
+
+// spreadLimit is the largest magnitude whose spread is kept: a square beyond it would
+// overflow double precision. A tile holding a larger value has no spread (NULL), and
+// std over a range with such a tile is null rather than an error.
+const spreadLimit = 1e150
+
+// spread is the tile's shifted sum and sum of squared deviations, in two passes over
+// values shifted by the tile's min; NaN (stored as NULL) beyond spreadLimit.
+func spread(rows []row, lo, hi float64) (float64, float64) {
+	if math.Abs(lo) > spreadLimit || math.Abs(hi) > spreadLimit {
+		return math.NaN(), math.NaN()
+	}
+	ks := 0.0
+	for _, r := range rows {
+		ks += r.value - lo
+	}
+	mean, m2 := ks/float64(len(rows)), 0.0
+	for _, r := range rows {
+		d := r.value - lo - mean
+		m2 += d * d
+	}
+	return ks, m2
+}
+
+// sumTiles rolls rows up per (variable, tile of t); rows are sorted by (variable, ts).
+func sumTiles(rows []row, t tiers.Tier) tileSums {
+	var s tileSums
+	for i := 0; i < len(rows); {
+		j := i + 1 // rows[i:j] is one (variable, tile)
+		for j < len(rows) && rows[j].variable == rows[i].variable && t.Floor(rows[j].ts) == t.Floor(rows[i].ts) {
+			j++
+		}
+		s.add(rows[i].variable, t.Floor(rows[i].ts), rows[i:j])
+		i = j
+	}
+	return s
+}
+
+// add appends one tile's rollup of rows (sorted by ts). The spread is computed in two
+// passes over values shifted by the tile's min, which keeps it exact to the last bits
+// however large the values are.
+func (s *tileSums) add(variable, tile int64, rows []row) {
+	lo, hi, sum := rows[0], rows[0], 0.0
+	for _, r := range rows {
+		if r.value < lo.value {
+			lo = r
+		}
+		if r.value > hi.value {
+			hi = r
+		}
+		sum += r.value
+	}
+	ks, m2 := spread(rows, lo.value, hi.value)
+	first, last := rows[0], rows[len(rows)-1]
+	s.vars = append(s.vars, variable)
+	s.tiles = append(s.tiles, time.UnixMilli(tile).UTC())
+	s.n = append(s.n, int32(len(rows)))
+	s.sum, s.min, s.max = append(s.sum, sum), append(s.min, lo.value), append(s.max, hi.value)
+	s.ks, s.m2 = append(s.ks, ks), append(s.m2, m2)
+	s.firstTS, s.firstValue = append(s.firstTS, time.UnixMilli(first.ts).UTC()), append(s.firstValue, first.value)
+	s.lastTS, s.lastValue = append(s.lastTS, time.UnixMilli(last.ts).UTC()), append(s.lastValue, last.value)
+	s.minTS, s.maxTS = append(s.minTS, time.UnixMilli(lo.ts).UTC()), append(s.maxTS, time.UnixMilli(hi.ts).UTC())
+}
+
+// args are the statement arguments of addTilesSQL.
+func (s tileSums) args() []any {
+	return []any{s.vars, s.tiles, s.n, s.sum, s.min, s.max, s.ks, s.m2,
+		s.firstTS, s.firstValue, s.lastTS, s.lastValue, s.minTS, s.maxTS}
+}
+
+// tileColumns are the columns every tier has, in this order.
+const tileColumns = `variable_id, tile, n, sum, min, max, ks, m2, first_ts, first_value, last_ts, last_value, min_ts, max_ts`
+
+// addTilesSQL adds new rows' rollups to their tiles of one tier. The spread merges by
+// Chan et al.'s formula, both parts' shifted sums moved to the new min first (every
+// SET expression reads the row as it was):
+//
+//	ks = ks₁ + n₁(min₁ − min) + ks₂ + n₂(min₂ − min)
+//	m2 = m2₁ + m2₂ + δ²·n₁n₂/(n₁+n₂),  δ = (ks₂/n₂ + min₂) − (ks₁/n₁ + min₁)
+//
+// A part without a spread (NULL: beyond spreadLimit) leaves the tile without one. New
+// rows never share a timestamp with stored ones (that is the upsert path), so the
+// first and last dots are the older and newer of the two parts'; ties on min or max
+// keep the earlier timestamp.
+func addTilesSQL(table string) string {
+	return `INSERT INTO ` + table + ` AS m (` + tileColumns + `)
+SELECT v, t, n, s, lo, hi, nullif(k, 'NaN'), nullif(q, 'NaN'), ft, fv, lt, lv, lot, hit
+FROM unnest($1::bigint[], $2::timestamptz[], $3::int[], $4::float8[], $5::float8[], $6::float8[],
+            $7::float8[], $8::float8[], $9::timestamptz[], $10::float8[], $11::timestamptz[], $12::float8[],
+            $13::timestamptz[], $14::timestamptz[]) AS u(v, t, n, s, lo, hi, k, q, ft, fv, lt, lv, lot, hit)
+ON CONFLICT (variable_id, tile) DO UPDATE
+SET n = m.n + EXCLUDED.n, sum = m.sum + EXCLUDED.sum,
+    min = least(m.min, EXCLUDED.min), max = greatest(m.max, EXCLUDED.max),
+    ks = CASE WHEN m.ks IS NOT NULL AND EXCLUDED.ks IS NOT NULL -- both within ±1e150: nothing overflows
+        THEN m.ks + m.n * (m.min - least(m.min, EXCLUDED.min))
+           + EXCLUDED.ks + EXCLUDED.n * (EXCLUDED.min - least(m.min, EXCLUDED.min)) END,
+    m2 = CASE WHEN m.ks IS NOT NULL AND EXCLUDED.ks IS NOT NULL
+        THEN m.m2 + EXCLUDED.m2
+           + power((EXCLUDED.ks / EXCLUDED.n - m.ks / m.n) + (EXCLUDED.min - m.min), 2)
+             * m.n * EXCLUDED.n / (m.n + EXCLUDED.n) END,
+    first_ts = least(m.first_ts, EXCLUDED.first_ts),
+    first_value = CASE WHEN EXCLUDED.first_ts < m.first_ts THEN EXCLUDED.first_value ELSE m.first_value END,
+    last_ts = greatest(m.last_ts, EXCLUDED.last_ts),
+    last_value = CASE WHEN EXCLUDED.last_ts > m.last_ts THEN EXCLUDED.last_value ELSE m.last_value END,
+    min_ts = CASE WHEN EXCLUDED.min < m.min THEN EXCLUDED.min_ts WHEN EXCLUDED.min > m.min THEN m.min_ts
+        ELSE least(m.min_ts, EXCLUDED.min_ts) END,
+    max_ts = CASE WHEN EXCLUDED.max > m.max THEN EXCLUDED.max_ts WHEN EXCLUDED.max < m.max THEN m.max_ts
+        ELSE least(m.max_ts, EXCLUDED.max_ts) END`
+}
+
+// rawTileSQL rolls "values" up into tiles of width (an interval literal) for the rows
+// that satisfy cond (which names the outer query's columns as x.*): the columns of
+// tileColumns. The spread is shifted by each tile's min (see addTilesSQL).
+func rawTileSQL(width, cond string) string {
+	return `SELECT variable_id, tile, count(*)::int, sum(value), min(value), max(value),
+       -- the FILTERs keep the aggregates from overflowing; the CASEs drop what they saw
+       CASE WHEN max(abs(value)) <= 1e150 THEN sum(value - lo) FILTER (WHERE abs(lo) <= 1e150 AND abs(value) <= 1e150) END,
+       CASE WHEN max(abs(value)) <= 1e150 THEN var_pop(value - lo) FILTER (WHERE abs(lo) <= 1e150 AND abs(value) <= 1e150) * count(*) END,
+       min(ts), first(value, ts), max(ts), last(value, ts), first(ts, ROW(value, ts)), first(ts, ROW(-value, ts))
+FROM (SELECT x.variable_id, time_bucket(INTERVAL '` + width + `', x.ts) AS tile, x.ts, x.value,
+             min(x.value) OVER (PARTITION BY x.variable_id, time_bucket(INTERVAL '` + width + `', x.ts)) AS lo
+      FROM "values" x WHERE ` + cond + `) x
+GROUP BY variable_id, tile`
+}
+
+// mergeTileSQL merges the tiles of table child into tiles of width (an interval
+// literal) for the child rows that satisfy cond (naming them c.*): the columns of
+// tileColumns, by Chan et al.'s formula. Each child's mean is written as a = (min −
+// the tile's min) + ks/n, small numbers however large the values; then ks = Σ n·a and
+// m2 = Σ m2 + Σ n(a − ā)², ā = ks / Σ n (the windows give every child its tile's min
+// and ā). A child without a spread leaves the tile without one.
+func mergeTileSQL(child, width, cond string) string {
+	return `SELECT variable_id, parent, sum(n)::int, sum(sum), min(min), max(max),
+       CASE WHEN count(*) = count(ks) THEN sum(n * a) END,
+       CASE WHEN count(*) = count(ks) THEN sum(m2) + sum(n * power(a - abar, 2)) END,
+       min(first_ts), first(first_value, first_ts), max(last_ts), last(last_value, last_ts),
+       first(min_ts, ROW(min, min_ts)), first(max_ts, ROW(-max, max_ts))
+FROM (SELECT y.*, sum(y.n * y.a) OVER w / sum(y.n) OVER w AS abar
+      FROM (SELECT c.*, time_bucket(INTERVAL '` + width + `', c.tile) AS parent,
+                   (c.min - min(c.min) OVER (PARTITION BY c.variable_id, time_bucket(INTERVAL '` + width + `', c.tile))) + c.ks / c.n AS a
+            FROM ` + child + ` c WHERE ` + cond + `) y
+      WINDOW w AS (PARTITION BY y.variable_id, y.parent)) z
+GROUP BY variable_id, parent`
+}
+
+// interval is a tier's width as a SQL interval literal's text.
+func interval(t tiers.Tier) string { return fmt.Sprintf("%d seconds", int64(t.Width/time.Second)) }
+
+// tileSource is the SELECT that computes tier i's tiles satisfying cond from the tier
+// below (or from "values" for the finest tier). cond names the source rows as src.*.
+func tileSource(i int, cond string) string {
+	t := tiers.All[i]
+	if i == 0 {
+		return rawTileSQL(interval(t), strings.ReplaceAll(cond, "src.", "x."))
+	}
+	return mergeTileSQL(tiers.All[i-1].Table, interval(t), strings.ReplaceAll(cond, "src.", "c."))
+}
+
+// recomputeTilesSQL rebuilds the listed (variable, tile) rollups of tier i from the
+// tier below it (the finest: from "values"), removing those that hold no value any
+// more. The listed tiles may repeat; each is one index range scan of its source.
+func recomputeTilesSQL(i int) string {
+	t := tiers.All[i]
+	cond := `src.variable_id = w.variable_id AND ` + sourceTime(i) + ` >= w.tile AND ` + sourceTime(i) +
+		` < w.tile + INTERVAL '` + interval(t) + `'`
+	return `WITH wanted AS (
+    SELECT DISTINCT * FROM unnest($1::bigint[], $2::timestamptz[]) AS w(variable_id, tile)
+), fresh AS (
+    SELECT f.* FROM wanted w CROSS JOIN LATERAL (
+` + tileSource(i, cond) + `
+    ) f
+), emptied AS (
+    DELETE FROM ` + t.Table + ` m USING wanted w
+    WHERE m.variable_id = w.variable_id AND m.tile = w.tile
+      AND NOT EXISTS (SELECT 1 FROM fresh f WHERE f.variable_id = w.variable_id AND f.tile = w.tile)
+)
+INSERT INTO ` + t.Table + ` AS m (` + tileColumns + `)
+SELECT * FROM fresh
+ON CONFLICT (variable_id, tile) DO UPDATE
+SET n = EXCLUDED.n, sum = EXCLUDED.sum, min = EXCLUDED.min, max = EXCLUDED.max, ks = EXCLUDED.ks, m2 = EXCLUDED.m2,
+    first_ts = EXCLUDED.first_ts, first_value = EXCLUDED.first_value, last_ts = EXCLUDED.last_ts,
+    last_value = EXCLUDED.last_value, min_ts = EXCLUDED.min_ts, max_ts = EXCLUDED.max_ts`
+}
+
+// sourceTime is the time column of tier i's source rows in a tileSource condition.
+func sourceTime(i int) string {
+	if i == 0 {
+		return "src.ts"
+	}
+	return "src.tile"
+}
+
+// recomputeQueries recomputes every tier's tiles holding the given rows, finest first.
+func recomputeQueries(rows []row) []*pgx.QueuedQuery {
+	vars := make([]int64, len(rows))
+	for i, r := range rows {
+		vars[i] = r.variable
+	}
+	var qs []*pgx.QueuedQuery
+	for i, t := range tiers.All {
+		tiles := make([]time.Time, len(rows))
+		for j, r := range rows {
+			tiles[j] = time.UnixMilli(t.Floor(r.ts)).UTC()
+		}
+		qs = append(qs, &pgx.QueuedQuery{SQL: recomputeTilesSQL(i), Arguments: []any{vars, tiles}})
+	}
+	return qs
+}
+
+// addQueries adds the rows' rollups to every tier (rows all new).
+func addQueries(rows []row) []*pgx.QueuedQuery {
+	var qs []*pgx.QueuedQuery
+	for _, t := range tiers.All {
+		qs = append(qs, &pgx.QueuedQuery{SQL: addTilesSQL(t.Table), Arguments: sumTiles(rows, t).args()})
+	}
+	return qs
+}
+
+// deleteTiles follows a delete of the variable's values in [start, end], finest tier
+// first: the tiles inside the range lost all their values, the (at most two) tiles at
+// its ends only some, and are recomputed from the tier below.
+func deleteTiles(ctx context.Context, tx pgx.Tx, key int64, start, end time.Time) error {
+	for i, t := range tiers.All {
+		first := time.UnixMilli(t.Floor(start.UnixMilli())).UTC()
+		last := time.UnixMilli(t.Floor(end.UnixMilli())).UTC()
+		if _, err := tx.Exec(ctx, `DELETE FROM `+t.Table+` WHERE variable_id = $1 AND tile > $2 AND tile < $3`,
+			key, first, last); err != nil {
+			return fmt.Errorf("delete %s: %w", t.Table, err)
+		}
+		if _, err := tx.Exec(ctx, recomputeTilesSQL(i), []int64{key, key}, []time.Time{first, last}); err != nil {
+			return fmt.Errorf("recompute %s: %w", t.Table, err)
+		}
+	}
+	return nil
+}
