@@ -19,6 +19,10 @@ import (
 type Query struct {
 	SQL  string
 	Args []any
+	// Notes say which rollup tiers the statement reads over which spans, and why
+	// (explain answers, sensorapi compile). They vary with the request's values; the
+	// SQL text does not.
+	Notes []string
 }
 
 // psql is squirrel with bun's ? placeholders (bun binds them with db.NewRaw).

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	sq "github.com/Masterminds/squirrel"
+
+	"github.com/sensordata/sensorapi/pkg/tiers"
 )
 
 // Unit is the unit of a resample period (the pandas offset alias letter).
@@ -33,7 +35,7 @@ func (p Period) String() string {
 }
 
 // Aggregations of E8/E9, each a SQL aggregate over summary rows (n, sum, min, max),
-// which stand for one value or one whole minute of values (minutes.go).
+// which stand for one value or one whole tile of values (tiers.go).
 var aggregates = map[string]string{
 	"mean":  "sum(sum) / sum(n)",
 	"min":   "min(min)",
@@ -77,10 +79,11 @@ FROM req r
 WHERE NOT EXISTS (SELECT 1 FROM vars v WHERE v.ord = r.ord)`
 
 // sources is the common head: the requested ids with their positions, the variables
-// they name in the account, and the summary rows (ord, ts, n, sum, min, max) of the
-// values in range (pts); a row stands for one value or one whole minute.
-func sources(accountID int64, ids []string, start, end *time.Time) sq.Sqlizer {
-	return sq.Expr(`WITH req AS (
+// they name in the account, any further CTEs (each a ",\nname AS (...)"), and the
+// summary rows of the values in range (pts: ord and summaryColumns); a row stands for
+// one value or one whole tile.
+func sources(accountID int64, ids []string, pts sq.Sqlizer, ctes ...any) sq.Sqlizer {
+	head := sq.Expr(`WITH req AS (
   SELECT r.ord, r.public_id
   FROM unnest(?::text[]) WITH ORDINALITY AS r(public_id, ord)
 ),
@@ -88,26 +91,36 @@ vars AS (
   SELECT req.ord, v.id
   FROM req
   JOIN variables v ON v.public_id = req.public_id AND v.account_id = ?
-),
-pts AS (
-?
-)`, ids, accountID, points(start, end))
+)`, ids, accountID)
+	return sq.ConcatExpr(append(append([]any{head}, ctes...), ",\npts AS (\n", pts, "\n)")...)
 }
 
-// points applies the range rules (API.md §8). Without a range, each variable's last
-// 100 values come from a LATERAL top-N that walks the (variable_id, ts DESC) index
-// backwards and stops after 100 rows.
-func points(start, end *time.Time) sq.Sqlizer {
-	const head = "  SELECT vars.ord, p.ts, p.n, p.sum, p.min, p.max\n  FROM vars\n  "
-	if start == nil && end == nil {
-		return sq.Expr(head + `CROSS JOIN LATERAL (
-    SELECT ts, ` + summaryColumns("") + ` FROM "values"
+// lastPoints: without a range (API.md §8), each variable's last 100 values come from a
+// LATERAL top-N that walks the (variable_id, ts DESC) index backwards and stops after
+// 100 rows.
+func lastPoints() sq.Sqlizer {
+	return sq.Expr(`  SELECT vars.ord, p.*
+  FROM vars
+  CROSS JOIN LATERAL (
+    SELECT ` + rawColumns("") + ` FROM "values"
     WHERE variable_id = vars.id
     ORDER BY ts DESC
     LIMIT 100
   ) p`)
+}
+
+// rangePoints are the summary rows of each variable's values over the cover. guarded:
+// only while zonecheck holds, else the raw values of the range (see zoneCheck).
+func rangePoints(c cover, guarded bool, start, end *time.Time) sq.Sqlizer {
+	rows := summaries("vars.id", c)
+	if guarded {
+		rows = sq.ConcatExpr(`SELECT * FROM (
+    `, rows, `
+    ) t WHERE (SELECT ok FROM zonecheck)
+    UNION ALL
+    `, rawSummaries("vars.id", sq.ConcatExpr(inRange("x.ts", start, end), " AND NOT (SELECT ok FROM zonecheck)")))
 	}
-	return sq.ConcatExpr(head+"CROSS JOIN LATERAL (\n    ", summaries("vars.id", start, end), "\n  ) p")
+	return sq.ConcatExpr("  SELECT vars.ord, p.*\n  FROM vars\n  CROSS JOIN LATERAL (\n    ", rows, "\n  ) p")
 }
 
 // inRange is the range rule's predicate on a ts column (one bound may be open; "only
@@ -224,7 +237,14 @@ func Resample(r ResampleRequest) (Query, error) {
 		// loop and was recomputed for every point (quadratic, seconds for 10k points)
 		origin, from = sq.Expr(",\norigin AS MATERIALIZED (\n  ?\n)", g.origin), "pts, origin"
 	}
-	stmt := sq.ConcatExpr(sources(r.AccountID, r.VariableIDs, r.Start, r.End), origin, sq.Expr(`,
+	pts, ctes, notes := sq.Sqlizer(lastPoints()), []any{}, []string{"raw values: the last 100 of each variable (no range)"}
+	if r.Start != nil || r.End != nil {
+		zp := planZone(r.Period, r.Zone, r.Start, r.End)
+		c := newCover(r.Start, r.End, zp.usable)
+		pts, ctes = rangePoints(c, true, r.Start, r.End), []any{",\nzonecheck AS MATERIALIZED (\n  ", zoneCheck(r.Zone, zp), "\n)"}
+		notes = append(zp.notes(), c.notes()...)
+	}
+	stmt := sq.ConcatExpr(sources(r.AccountID, r.VariableIDs, pts, ctes...), origin, sq.Expr(`,
 buckets AS (
   SELECT pts.ord, ? AS key, `+agg+` AS value
   FROM `+from+`
@@ -249,83 +269,57 @@ filled AS (
 UNION ALL
 SELECT ord, (extract(epoch FROM label) * 1000)::bigint, value FROM filled
 ORDER BY 1, 2 DESC`, g.key, g.step, g.label))
-	return build(stmt)
+	return build(stmt, notes)
 }
 
 // Aggregation compiles an E9 request into one statement: one row per variable with
-// values in range (or one row in all for a join). The timestamp is the earliest one
-// reaching the value for min and max, else the latest one in range. Both are index
-// probes on "values" after the summaries have given the value: the latest value in
-// range, and the earliest value equal to the extreme within the extreme's summary row
-// (a minute at most). Per variable, ordering summary rows by (extreme, ts) finds the
-// right row, since a variable's rows cover disjoint stretches of time; across
-// variables (join) the probed timestamps decide.
+// values in range (or one row in all for a join), from the summary rows of every tier
+// (no zone: every tier fits a UTC range). The timestamp is the earliest one reaching
+// the value for min and max (each summary row keeps its own), else the latest one in
+// range (each row's last dot); across variables (join) the earliest timestamp wins ties.
 func Aggregation(r AggregationRequest) (Query, error) {
 	agg, ok := aggregates[r.Aggregation]
 	if !ok {
 		return Query{}, fmt.Errorf("aggregation: unknown aggregation %q", r.Aggregation)
 	}
-	var result sq.Sqlizer
+	var result string
 	switch {
 	case r.Aggregation == "min" || r.Aggregation == "max":
 		dir := map[string]string{"min": "ASC", "max": "DESC"}[r.Aggregation]
 		// first(ts, ROW(±extreme, ts)): the earliest row holding the extreme, in the
 		// same pass as the aggregate (a DISTINCT ON sorted the rows: 4x slower)
-		order := map[string]string{"min": "ROW(min, ts)", "max": "ROW(-max, ts)"}[r.Aggregation]
-		perVariable := `SELECT e.ord, coalesce(t.ts, e.ts) AS ts, e.value
-  FROM (SELECT ord, first(ts, ` + order + `) AS ts, ` + agg + ` AS value FROM pts GROUP BY ord) e
-  JOIN vars ON vars.ord = e.ord
-  LEFT JOIN LATERAL (
-    SELECT x.ts FROM "values" x
-    WHERE x.variable_id = vars.id AND x.ts >= e.ts AND x.ts < e.ts + interval '1 minute' AND x.value = e.value
-    ORDER BY x.ts LIMIT 1
-  ) t ON true`
-		result = sq.Expr(perVariable)
+		at := map[string]string{"min": "first(min_ts, ROW(min, min_ts))", "max": "first(max_ts, ROW(-max, max_ts))"}[r.Aggregation]
+		result = `SELECT ord, ` + at + ` AS ts, ` + agg + ` AS value FROM pts GROUP BY ord`
 		if r.Join {
-			result = sq.Expr(`SELECT 0 AS ord, ts, value FROM (
-  ` + perVariable + `
-) e ORDER BY value ` + dir + `, ts LIMIT 1`)
+			result = `SELECT 0 AS ord, ts, value FROM (
+  ` + result + `
+) e ORDER BY value ` + dir + `, ts LIMIT 1`
 		}
 	case r.Join:
-		result = sq.Expr(`SELECT 0 AS ord, (SELECT max(ts) FROM latest) AS ts, ` + agg + ` AS value FROM pts HAVING count(*) > 0`)
+		result = `SELECT 0 AS ord, max(last_ts) AS ts, ` + agg + ` AS value FROM pts HAVING count(*) > 0`
 	default:
-		result = sq.Expr(`SELECT a.ord, l.ts, a.value
-  FROM (SELECT ord, ` + agg + ` AS value FROM pts GROUP BY ord) a
-  JOIN latest l ON l.ord = a.ord`)
+		result = `SELECT ord, max(last_ts) AS ts, ` + agg + ` AS value FROM pts GROUP BY ord`
 	}
-	var latest any = ""
-	if r.Aggregation != "min" && r.Aggregation != "max" {
-		latest = sq.ConcatExpr(`,
-latest AS (
-  SELECT vars.ord, l.ts FROM vars CROSS JOIN LATERAL (
-    SELECT x.ts FROM "values" x WHERE x.variable_id = vars.id`, latestRange(r.Start, r.End), `
-    ORDER BY x.ts DESC LIMIT 1) l
-)`)
+	pts, notes := sq.Sqlizer(lastPoints()), []string{"raw values: the last 100 of each variable (no range)"}
+	if r.Start != nil || r.End != nil {
+		c := newCover(r.Start, r.End, len(tiers.All))
+		pts, notes = rangePoints(c, false, r.Start, r.End), c.notes()
 	}
-	stmt := sq.ConcatExpr(sources(r.AccountID, r.VariableIDs, r.Start, r.End), latest, `,
+	stmt := sq.ConcatExpr(sources(r.AccountID, r.VariableIDs, pts), `,
 result AS (
-  `, result, `
+  `+result+`
 )
 `+unknownIDs+`
 UNION ALL
 SELECT ord, (extract(epoch FROM ts) * 1000)::bigint, value FROM result
 ORDER BY 1, 2 NULLS FIRST`)
-	return build(stmt)
+	return build(stmt, notes)
 }
 
-// latestRange restricts the latest-value probe to the range (none without one: the
-// latest of a variable's last 100 values is its latest value).
-func latestRange(start, end *time.Time) sq.Sqlizer {
-	if start == nil && end == nil {
-		return sq.Expr("")
-	}
-	return sq.ConcatExpr(" AND ", inRange("x.ts", start, end))
-}
-
-func build(s sq.Sqlizer) (Query, error) {
+func build(s sq.Sqlizer, notes []string) (Query, error) {
 	sql, args, err := s.ToSql()
 	if err != nil {
 		return Query{}, fmt.Errorf("build statement: %w", err)
 	}
-	return Query{SQL: sql, Args: args}, nil
+	return Query{SQL: sql, Args: args, Notes: notes}, nil
 }

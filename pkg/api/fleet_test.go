@@ -132,7 +132,7 @@ func TestFleetLaterMessageWinsInBatch(t *testing.T) {
 	var n int
 	var sum float64
 	err := env.DB.NewRaw(`SELECT n, sum FROM value_minutes m JOIN variables v ON v.id = m.variable_id
-		JOIN devices d ON d.id = v.device_id WHERE d.label = 'same-ts' AND m.minute = to_timestamp(0)`).
+		JOIN devices d ON d.id = v.device_id WHERE d.label = 'same-ts' AND m.tile = to_timestamp(0)`).
 		Scan(context.Background(), &n, &sum)
 	if err != nil || n != 2 || sum != dots[0].Value {
 		t.Fatalf("the minute rollup holds %d values summing to %v (%v), want 2 summing to %v", n, sum, err, dots[0].Value)

@@ -201,7 +201,7 @@ func recomputeTilesSQL(i int) string {
 		` < w.tile + INTERVAL '` + interval(t) + `'`
 	return `WITH wanted AS (
     SELECT DISTINCT * FROM unnest($1::bigint[], $2::timestamptz[]) AS w(variable_id, tile)
-), fresh AS (
+), fresh (` + tileColumns + `) AS (
     SELECT f.* FROM wanted w CROSS JOIN LATERAL (
 ` + tileSource(i, cond) + `
     ) f

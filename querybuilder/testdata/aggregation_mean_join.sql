@@ -8,29 +8,40 @@ vars AS (
   JOIN variables v ON v.public_id = req.public_id AND v.account_id = ?
 ),
 pts AS (
-  SELECT vars.ord, p.ts, p.n, p.sum, p.min, p.max
+  SELECT vars.ord, p.*
   FROM vars
   CROSS JOIN LATERAL (
-    SELECT m.minute AS ts, m.n, m.sum, m.min, m.max, m.ks, m.m2
+    SELECT x.ts AS ts, 1 AS n, x.value AS sum, x.value AS min, x.value AS max, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS ks, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS m2, x.ts AS first_ts, x.value AS first_value, x.ts AS last_ts, x.value AS last_value, x.ts AS min_ts, x.ts AS max_ts
+    FROM "values" x
+    WHERE x.variable_id = vars.id AND x.ts >= ? AND x.ts < ?
+    UNION ALL
+    SELECT x.ts AS ts, 1 AS n, x.value AS sum, x.value AS min, x.value AS max, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS ks, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS m2, x.ts AS first_ts, x.value AS first_value, x.ts AS last_ts, x.value AS last_value, x.ts AS min_ts, x.ts AS max_ts
+    FROM "values" x
+    WHERE x.variable_id = vars.id AND x.ts >= ? AND x.ts <= ?
+    UNION ALL
+    SELECT m.tile AS ts, m.n, m.sum, m.min, m.max, m.ks, m.m2, m.first_ts, m.first_value, m.last_ts, m.last_value, m.min_ts, m.max_ts
     FROM value_minutes m
-    WHERE m.variable_id = vars.id AND m.minute >= ? AND m.minute < ?::timestamptz
+    WHERE m.variable_id = vars.id AND m.tile >= ? AND m.tile < ?
     UNION ALL
-    SELECT x.ts, 1 AS n, x.value AS sum, x.value AS min, x.value AS max, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS ks, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS m2
-    FROM "values" x
-    WHERE x.variable_id = vars.id AND x.ts >= ? AND x.ts <= ? AND x.ts < ?
+    SELECT m.tile AS ts, m.n, m.sum, m.min, m.max, m.ks, m.m2, m.first_ts, m.first_value, m.last_ts, m.last_value, m.min_ts, m.max_ts
+    FROM value_minutes m
+    WHERE m.variable_id = vars.id AND m.tile >= ? AND m.tile < ?
     UNION ALL
-    SELECT x.ts, 1 AS n, x.value AS sum, x.value AS min, x.value AS max, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS ks, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS m2
-    FROM "values" x
-    WHERE x.variable_id = vars.id AND x.ts >= ? AND x.ts <= ? AND x.ts >= greatest(?::timestamptz, ?::timestamptz)
+    SELECT m.tile AS ts, m.n, m.sum, m.min, m.max, m.ks, m.m2, m.first_ts, m.first_value, m.last_ts, m.last_value, m.min_ts, m.max_ts
+    FROM value_quarters m
+    WHERE m.variable_id = vars.id AND m.tile >= ? AND m.tile < ?
+    UNION ALL
+    SELECT m.tile AS ts, m.n, m.sum, m.min, m.max, m.ks, m.m2, m.first_ts, m.first_value, m.last_ts, m.last_value, m.min_ts, m.max_ts
+    FROM value_quarters m
+    WHERE m.variable_id = vars.id AND m.tile >= ? AND m.tile < ?
+    UNION ALL
+    SELECT m.tile AS ts, m.n, m.sum, m.min, m.max, m.ks, m.m2, m.first_ts, m.first_value, m.last_ts, m.last_value, m.min_ts, m.max_ts
+    FROM value_days m
+    WHERE m.variable_id = vars.id AND m.tile >= ? AND m.tile < ?
   ) p
 ),
-latest AS (
-  SELECT vars.ord, l.ts FROM vars CROSS JOIN LATERAL (
-    SELECT x.ts FROM "values" x WHERE x.variable_id = vars.id AND x.ts >= ? AND x.ts <= ?
-    ORDER BY x.ts DESC LIMIT 1) l
-),
 result AS (
-  SELECT 0 AS ord, (SELECT max(ts) FROM latest) AS ts, sum(sum) / sum(n) AS value FROM pts HAVING count(*) > 0
+  SELECT 0 AS ord, max(last_ts) AS ts, sum(sum) / sum(n) AS value FROM pts HAVING count(*) > 0
 )
 SELECT r.ord, NULL::bigint AS ts, NULL::float8 AS value
 FROM req r

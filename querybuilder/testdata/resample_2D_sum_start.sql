@@ -7,21 +7,52 @@ vars AS (
   FROM req
   JOIN variables v ON v.public_id = req.public_id AND v.account_id = ?
 ),
+zonecheck AS MATERIALIZED (
+  SELECT coalesce(bool_and((s.at AT TIME ZONE ?) - (s.at AT TIME ZONE 'UTC') = make_interval(secs => p.off)), true) AS ok
+  FROM unnest(?::bigint[], ?::bigint[], ?::bigint[]) AS p(lo, hi, off)
+  CROSS JOIN LATERAL (
+    SELECT generate_series(to_timestamp(p.lo / 1000.0), to_timestamp(p.hi / 1000.0), interval '7 days') AS at
+    UNION ALL
+    SELECT to_timestamp(p.hi / 1000.0)
+  ) s
+),
 pts AS (
-  SELECT vars.ord, p.ts, p.n, p.sum, p.min, p.max
+  SELECT vars.ord, p.*
   FROM vars
   CROSS JOIN LATERAL (
-    SELECT m.minute AS ts, m.n, m.sum, m.min, m.max, m.ks, m.m2
+    SELECT * FROM (
+    SELECT x.ts AS ts, 1 AS n, x.value AS sum, x.value AS min, x.value AS max, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS ks, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS m2, x.ts AS first_ts, x.value AS first_value, x.ts AS last_ts, x.value AS last_value, x.ts AS min_ts, x.ts AS max_ts
+    FROM "values" x
+    WHERE x.variable_id = vars.id AND x.ts >= ? AND x.ts < ?
+    UNION ALL
+    SELECT x.ts AS ts, 1 AS n, x.value AS sum, x.value AS min, x.value AS max, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS ks, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS m2, x.ts AS first_ts, x.value AS first_value, x.ts AS last_ts, x.value AS last_value, x.ts AS min_ts, x.ts AS max_ts
+    FROM "values" x
+    WHERE x.variable_id = vars.id AND x.ts >= ? AND x.ts <= now()
+    UNION ALL
+    SELECT m.tile AS ts, m.n, m.sum, m.min, m.max, m.ks, m.m2, m.first_ts, m.first_value, m.last_ts, m.last_value, m.min_ts, m.max_ts
     FROM value_minutes m
-    WHERE m.variable_id = vars.id AND m.minute >= ? AND m.minute < time_bucket(INTERVAL '1 minute', now())
+    WHERE m.variable_id = vars.id AND m.tile >= ? AND m.tile < ?
     UNION ALL
-    SELECT x.ts, 1 AS n, x.value AS sum, x.value AS min, x.value AS max, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS ks, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS m2
-    FROM "values" x
-    WHERE x.variable_id = vars.id AND x.ts >= ? AND x.ts <= now() AND x.ts < ?
+    SELECT m.tile AS ts, m.n, m.sum, m.min, m.max, m.ks, m.m2, m.first_ts, m.first_value, m.last_ts, m.last_value, m.min_ts, m.max_ts
+    FROM value_minutes m
+    WHERE m.variable_id = vars.id AND m.tile >= ? AND m.tile < ?
     UNION ALL
-    SELECT x.ts, 1 AS n, x.value AS sum, x.value AS min, x.value AS max, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS ks, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS m2
+    SELECT m.tile AS ts, m.n, m.sum, m.min, m.max, m.ks, m.m2, m.first_ts, m.first_value, m.last_ts, m.last_value, m.min_ts, m.max_ts
+    FROM value_quarters m
+    WHERE m.variable_id = vars.id AND m.tile >= ? AND m.tile < ?
+    UNION ALL
+    SELECT m.tile AS ts, m.n, m.sum, m.min, m.max, m.ks, m.m2, m.first_ts, m.first_value, m.last_ts, m.last_value, m.min_ts, m.max_ts
+    FROM value_quarters m
+    WHERE m.variable_id = vars.id AND m.tile >= ? AND m.tile < ?
+    UNION ALL
+    SELECT m.tile AS ts, m.n, m.sum, m.min, m.max, m.ks, m.m2, m.first_ts, m.first_value, m.last_ts, m.last_value, m.min_ts, m.max_ts
+    FROM value_days m
+    WHERE m.variable_id = vars.id AND m.tile >= ? AND m.tile < ?
+    ) t WHERE (SELECT ok FROM zonecheck)
+    UNION ALL
+    SELECT x.ts AS ts, 1 AS n, x.value AS sum, x.value AS min, x.value AS max, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS ks, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS m2, x.ts AS first_ts, x.value AS first_value, x.ts AS last_ts, x.value AS last_value, x.ts AS min_ts, x.ts AS max_ts
     FROM "values" x
-    WHERE x.variable_id = vars.id AND x.ts >= ? AND x.ts <= now() AND x.ts >= greatest(?::timestamptz, time_bucket(INTERVAL '1 minute', now()))
+    WHERE x.variable_id = vars.id AND x.ts >= ? AND x.ts <= now() AND NOT (SELECT ok FROM zonecheck)
   ) p
 ),
 origin AS MATERIALIZED (

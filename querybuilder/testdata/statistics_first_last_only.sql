@@ -11,11 +11,12 @@ WITH req AS (
        v.device_label,
        v.device_name,
        v.device_created_at,
-       f.value AS first_value,
-       f.ts AS first_ts,
-       l.value AS last_value,
-       l.ts AS last_ts,
-       f.ts IS NOT NULL OR l.ts IS NOT NULL AS has_data FROM req r LEFT JOIN LATERAL (
+       s.n > 0 AS has_data,
+       s.n,
+       s.first_value,
+       s.first_ts,
+       s.last_value,
+       s.last_ts FROM req r LEFT JOIN LATERAL (
     SELECT v.id, v.public_id, v.label, v.name, v.created_at,
            d.public_id AS device_public_id, d.label AS device_label, d.name AS device_name, d.created_at AS device_created_at
     FROM variables v JOIN devices d ON d.id = v.device_id
@@ -33,15 +34,38 @@ WITH req AS (
     FROM devices d JOIN variables v ON v.device_id = d.id AND v.label = r.variable_label
     WHERE d.account_id = ? AND r.variable_id = '' AND d.label = r.device_label
 ) v ON true LEFT JOIN LATERAL (
-    SELECT x.value, x.ts
+    SELECT coalesce(sum(x.n), 0) AS n,
+           first(x.first_value, x.first_ts) AS first_value,
+           min(x.first_ts) AS first_ts,
+           last(x.last_value, x.last_ts) AS last_value,
+           max(x.last_ts) AS last_ts
+    FROM (
+    SELECT x.ts AS ts, 1 AS n, x.value AS sum, x.value AS min, x.value AS max, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS ks, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS m2, x.ts AS first_ts, x.value AS first_value, x.ts AS last_ts, x.value AS last_value, x.ts AS min_ts, x.ts AS max_ts
     FROM "values" x
-    WHERE x.variable_id = v.id AND x.ts BETWEEN ? AND ?
-    ORDER BY x.ts
-    LIMIT 1
-) f ON true LEFT JOIN LATERAL (
-    SELECT x.value, x.ts
+    WHERE x.variable_id = v.id AND x.ts >= ? AND x.ts < ?
+    UNION ALL
+    SELECT x.ts AS ts, 1 AS n, x.value AS sum, x.value AS min, x.value AS max, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS ks, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS m2, x.ts AS first_ts, x.value AS first_value, x.ts AS last_ts, x.value AS last_value, x.ts AS min_ts, x.ts AS max_ts
     FROM "values" x
-    WHERE x.variable_id = v.id AND x.ts BETWEEN ? AND ?
-    ORDER BY x.ts DESC
-    LIMIT 1
-) l ON true ORDER BY r.ord
+    WHERE x.variable_id = v.id AND x.ts >= ? AND x.ts <= ?
+    UNION ALL
+    SELECT m.tile AS ts, m.n, m.sum, m.min, m.max, m.ks, m.m2, m.first_ts, m.first_value, m.last_ts, m.last_value, m.min_ts, m.max_ts
+    FROM value_minutes m
+    WHERE m.variable_id = v.id AND m.tile >= ? AND m.tile < ?
+    UNION ALL
+    SELECT m.tile AS ts, m.n, m.sum, m.min, m.max, m.ks, m.m2, m.first_ts, m.first_value, m.last_ts, m.last_value, m.min_ts, m.max_ts
+    FROM value_minutes m
+    WHERE m.variable_id = v.id AND m.tile >= ? AND m.tile < ?
+    UNION ALL
+    SELECT m.tile AS ts, m.n, m.sum, m.min, m.max, m.ks, m.m2, m.first_ts, m.first_value, m.last_ts, m.last_value, m.min_ts, m.max_ts
+    FROM value_quarters m
+    WHERE m.variable_id = v.id AND m.tile >= ? AND m.tile < ?
+    UNION ALL
+    SELECT m.tile AS ts, m.n, m.sum, m.min, m.max, m.ks, m.m2, m.first_ts, m.first_value, m.last_ts, m.last_value, m.min_ts, m.max_ts
+    FROM value_quarters m
+    WHERE m.variable_id = v.id AND m.tile >= ? AND m.tile < ?
+    UNION ALL
+    SELECT m.tile AS ts, m.n, m.sum, m.min, m.max, m.ks, m.m2, m.first_ts, m.first_value, m.last_ts, m.last_value, m.min_ts, m.max_ts
+    FROM value_days m
+    WHERE m.variable_id = v.id AND m.tile >= ? AND m.tile < ?
+    ) x
+) s ON true ORDER BY r.ord

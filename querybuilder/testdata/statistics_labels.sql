@@ -14,9 +14,9 @@ WITH req AS (
        s.n > 0 AS has_data,
        s.n,
        s.min_value,
-       coalesce(min_at.ts, s.min_row) AS min_ts,
+       s.min_ts,
        s.max_value,
-       coalesce(max_at.ts, s.max_row) AS max_ts,
+       s.max_ts,
        s.mean_value FROM req r LEFT JOIN LATERAL (
     SELECT v.id, v.public_id, v.label, v.name, v.created_at,
            d.public_id AS device_public_id, d.label AS device_label, d.name AS device_name, d.created_at AS device_created_at
@@ -37,29 +37,37 @@ WITH req AS (
 ) v ON true LEFT JOIN LATERAL (
     SELECT coalesce(sum(x.n), 0) AS n,
            min(x.min) AS min_value,
-           first(x.ts, ROW(x.min, x.ts)) AS min_row,
+           first(x.min_ts, ROW(x.min, x.min_ts)) AS min_ts,
            max(x.max) AS max_value,
-           first(x.ts, ROW(-x.max, x.ts)) AS max_row,
+           first(x.max_ts, ROW(-x.max, x.max_ts)) AS max_ts,
            sum(x.sum) / sum(x.n) AS mean_value
     FROM (
-    SELECT m.minute AS ts, m.n, m.sum, m.min, m.max, m.ks, m.m2
+    SELECT x.ts AS ts, 1 AS n, x.value AS sum, x.value AS min, x.value AS max, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS ks, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS m2, x.ts AS first_ts, x.value AS first_value, x.ts AS last_ts, x.value AS last_value, x.ts AS min_ts, x.ts AS max_ts
+    FROM "values" x
+    WHERE x.variable_id = v.id AND x.ts >= ? AND x.ts < ?
+    UNION ALL
+    SELECT x.ts AS ts, 1 AS n, x.value AS sum, x.value AS min, x.value AS max, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS ks, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS m2, x.ts AS first_ts, x.value AS first_value, x.ts AS last_ts, x.value AS last_value, x.ts AS min_ts, x.ts AS max_ts
+    FROM "values" x
+    WHERE x.variable_id = v.id AND x.ts >= ? AND x.ts <= ?
+    UNION ALL
+    SELECT m.tile AS ts, m.n, m.sum, m.min, m.max, m.ks, m.m2, m.first_ts, m.first_value, m.last_ts, m.last_value, m.min_ts, m.max_ts
     FROM value_minutes m
-    WHERE m.variable_id = v.id AND m.minute >= ? AND m.minute < ?::timestamptz
+    WHERE m.variable_id = v.id AND m.tile >= ? AND m.tile < ?
     UNION ALL
-    SELECT x.ts, 1 AS n, x.value AS sum, x.value AS min, x.value AS max, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS ks, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS m2
-    FROM "values" x
-    WHERE x.variable_id = v.id AND x.ts >= ? AND x.ts <= ? AND x.ts < ?
+    SELECT m.tile AS ts, m.n, m.sum, m.min, m.max, m.ks, m.m2, m.first_ts, m.first_value, m.last_ts, m.last_value, m.min_ts, m.max_ts
+    FROM value_minutes m
+    WHERE m.variable_id = v.id AND m.tile >= ? AND m.tile < ?
     UNION ALL
-    SELECT x.ts, 1 AS n, x.value AS sum, x.value AS min, x.value AS max, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS ks, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS m2
-    FROM "values" x
-    WHERE x.variable_id = v.id AND x.ts >= ? AND x.ts <= ? AND x.ts >= greatest(?::timestamptz, ?::timestamptz)
+    SELECT m.tile AS ts, m.n, m.sum, m.min, m.max, m.ks, m.m2, m.first_ts, m.first_value, m.last_ts, m.last_value, m.min_ts, m.max_ts
+    FROM value_quarters m
+    WHERE m.variable_id = v.id AND m.tile >= ? AND m.tile < ?
+    UNION ALL
+    SELECT m.tile AS ts, m.n, m.sum, m.min, m.max, m.ks, m.m2, m.first_ts, m.first_value, m.last_ts, m.last_value, m.min_ts, m.max_ts
+    FROM value_quarters m
+    WHERE m.variable_id = v.id AND m.tile >= ? AND m.tile < ?
+    UNION ALL
+    SELECT m.tile AS ts, m.n, m.sum, m.min, m.max, m.ks, m.m2, m.first_ts, m.first_value, m.last_ts, m.last_value, m.min_ts, m.max_ts
+    FROM value_days m
+    WHERE m.variable_id = v.id AND m.tile >= ? AND m.tile < ?
     ) x
-) s ON true LEFT JOIN LATERAL (
-    SELECT y.ts FROM "values" y
-    WHERE y.variable_id = v.id AND y.ts >= s.min_row AND y.ts < s.min_row + interval '1 minute' AND y.value = s.min_value
-    ORDER BY y.ts LIMIT 1
-) min_at ON true LEFT JOIN LATERAL (
-    SELECT y.ts FROM "values" y
-    WHERE y.variable_id = v.id AND y.ts >= s.max_row AND y.ts < s.max_row + interval '1 minute' AND y.value = s.max_value
-    ORDER BY y.ts LIMIT 1
-) max_at ON true ORDER BY r.ord
+) s ON true ORDER BY r.ord

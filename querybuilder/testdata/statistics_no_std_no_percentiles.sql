@@ -13,10 +13,10 @@ WITH req AS (
        v.device_created_at,
        s.n > 0 AS has_data,
        s.n,
-       l.value AS last_value,
-       l.ts AS last_ts,
+       s.last_value,
+       s.last_ts,
        s.max_value,
-       coalesce(max_at.ts, s.max_row) AS max_ts FROM req r LEFT JOIN LATERAL (
+       s.max_ts FROM req r LEFT JOIN LATERAL (
     SELECT v.id, v.public_id, v.label, v.name, v.created_at,
            d.public_id AS device_public_id, d.label AS device_label, d.name AS device_name, d.created_at AS device_created_at
     FROM variables v JOIN devices d ON d.id = v.device_id
@@ -34,30 +34,38 @@ WITH req AS (
     FROM devices d JOIN variables v ON v.device_id = d.id AND v.label = r.variable_label
     WHERE d.account_id = ? AND r.variable_id = '' AND d.label = r.device_label
 ) v ON true LEFT JOIN LATERAL (
-    SELECT x.value, x.ts
-    FROM "values" x
-    WHERE x.variable_id = v.id AND x.ts BETWEEN ? AND ?
-    ORDER BY x.ts DESC
-    LIMIT 1
-) l ON true LEFT JOIN LATERAL (
     SELECT coalesce(sum(x.n), 0) AS n,
+           last(x.last_value, x.last_ts) AS last_value,
+           max(x.last_ts) AS last_ts,
            max(x.max) AS max_value,
-           first(x.ts, ROW(-x.max, x.ts)) AS max_row
+           first(x.max_ts, ROW(-x.max, x.max_ts)) AS max_ts
     FROM (
-    SELECT m.minute AS ts, m.n, m.sum, m.min, m.max, m.ks, m.m2
+    SELECT x.ts AS ts, 1 AS n, x.value AS sum, x.value AS min, x.value AS max, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS ks, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS m2, x.ts AS first_ts, x.value AS first_value, x.ts AS last_ts, x.value AS last_value, x.ts AS min_ts, x.ts AS max_ts
+    FROM "values" x
+    WHERE x.variable_id = v.id AND x.ts >= ? AND x.ts < ?
+    UNION ALL
+    SELECT x.ts AS ts, 1 AS n, x.value AS sum, x.value AS min, x.value AS max, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS ks, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS m2, x.ts AS first_ts, x.value AS first_value, x.ts AS last_ts, x.value AS last_value, x.ts AS min_ts, x.ts AS max_ts
+    FROM "values" x
+    WHERE x.variable_id = v.id AND x.ts >= ? AND x.ts <= ?
+    UNION ALL
+    SELECT m.tile AS ts, m.n, m.sum, m.min, m.max, m.ks, m.m2, m.first_ts, m.first_value, m.last_ts, m.last_value, m.min_ts, m.max_ts
     FROM value_minutes m
-    WHERE m.variable_id = v.id AND m.minute >= ? AND m.minute < ?::timestamptz
+    WHERE m.variable_id = v.id AND m.tile >= ? AND m.tile < ?
     UNION ALL
-    SELECT x.ts, 1 AS n, x.value AS sum, x.value AS min, x.value AS max, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS ks, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS m2
-    FROM "values" x
-    WHERE x.variable_id = v.id AND x.ts >= ? AND x.ts <= ? AND x.ts < ?
+    SELECT m.tile AS ts, m.n, m.sum, m.min, m.max, m.ks, m.m2, m.first_ts, m.first_value, m.last_ts, m.last_value, m.min_ts, m.max_ts
+    FROM value_minutes m
+    WHERE m.variable_id = v.id AND m.tile >= ? AND m.tile < ?
     UNION ALL
-    SELECT x.ts, 1 AS n, x.value AS sum, x.value AS min, x.value AS max, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS ks, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS m2
-    FROM "values" x
-    WHERE x.variable_id = v.id AND x.ts >= ? AND x.ts <= ? AND x.ts >= greatest(?::timestamptz, ?::timestamptz)
+    SELECT m.tile AS ts, m.n, m.sum, m.min, m.max, m.ks, m.m2, m.first_ts, m.first_value, m.last_ts, m.last_value, m.min_ts, m.max_ts
+    FROM value_quarters m
+    WHERE m.variable_id = v.id AND m.tile >= ? AND m.tile < ?
+    UNION ALL
+    SELECT m.tile AS ts, m.n, m.sum, m.min, m.max, m.ks, m.m2, m.first_ts, m.first_value, m.last_ts, m.last_value, m.min_ts, m.max_ts
+    FROM value_quarters m
+    WHERE m.variable_id = v.id AND m.tile >= ? AND m.tile < ?
+    UNION ALL
+    SELECT m.tile AS ts, m.n, m.sum, m.min, m.max, m.ks, m.m2, m.first_ts, m.first_value, m.last_ts, m.last_value, m.min_ts, m.max_ts
+    FROM value_days m
+    WHERE m.variable_id = v.id AND m.tile >= ? AND m.tile < ?
     ) x
-) s ON true LEFT JOIN LATERAL (
-    SELECT y.ts FROM "values" y
-    WHERE y.variable_id = v.id AND y.ts >= s.max_row AND y.ts < s.max_row + interval '1 minute' AND y.value = s.max_value
-    ORDER BY y.ts LIMIT 1
-) max_at ON true ORDER BY r.ord
+) s ON true ORDER BY r.ord

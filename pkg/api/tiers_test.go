@@ -13,34 +13,58 @@ import (
 
 	"github.com/sensordata/sensorapi/pkg/ingest"
 	"github.com/sensordata/sensorapi/pkg/testenv"
+	"github.com/sensordata/sensorapi/pkg/tiers"
 )
 
-// rollupDrift counts the (variable, minute) pairs where value_minutes differs from the
-// rollup recomputed from "values" right now, over the whole database: every committed
-// transaction keeps the two equal, whatever else runs.
+// rollupDrift counts the (variable, tile) pairs, in every tier, where the tier differs
+// from the rollup recomputed from "values" right now, over the whole database: every
+// committed transaction keeps the two equal, whatever else runs. rollups counts the
+// minute tiles.
 func rollupDrift(t *testing.T) (drift, rollups int) {
 	t.Helper()
-	err := env.DB.NewRaw(`WITH truth AS (
-		SELECT variable_id, time_bucket(INTERVAL '1 minute', ts) AS minute,
-		       count(*)::int AS n, sum(value) AS sum, min(value) AS min, max(value) AS max
-		FROM "values" GROUP BY 1, 2
-	)
-	SELECT count(*) FILTER (WHERE t.n IS DISTINCT FROM m.n OR t.min IS DISTINCT FROM m.min
-	                          OR t.max IS DISTINCT FROM m.max OR t.sum IS NULL OR m.sum IS NULL
-	                          OR abs(t.sum - m.sum) > 1e-9 * greatest(1, abs(t.sum))),
-	       count(m.n)
-	FROM truth t FULL JOIN value_minutes m USING (variable_id, minute)`).Scan(context.Background(), &drift, &rollups)
-	if err != nil {
-		t.Fatal(err)
+	for _, tier := range tiers.All {
+		var d, n int
+		width := fmt.Sprintf("%d seconds", int64(tier.Width.Seconds()))
+		// m2 from values shifted by their tile's min: a one-pass var_pop of 1e6 ± 0.01
+		// is itself off by 1e-8
+		err := env.DB.NewRaw(`WITH truth AS (
+			SELECT variable_id, tile,
+			       count(*)::int AS n, sum(value) AS sum, min(value) AS min, max(value) AS max,
+			       CASE WHEN max(abs(value)) <= 1e150 -- no spread beyond: it would overflow
+			           THEN var_pop(value - lo) FILTER (WHERE abs(value) <= 1e150 AND abs(lo) <= 1e150) * count(*) END AS m2, min(ts) AS first_ts, max(ts) AS last_ts,
+			       (array_agg(value ORDER BY ts))[1] AS first_value, (array_agg(value ORDER BY ts DESC))[1] AS last_value,
+			       (array_agg(ts ORDER BY value, ts))[1] AS min_ts, (array_agg(ts ORDER BY value DESC, ts))[1] AS max_ts
+			FROM (SELECT x.*, time_bucket(?::interval, x.ts) AS tile,
+			             min(x.value) OVER (PARTITION BY x.variable_id, time_bucket(?::interval, x.ts)) AS lo
+			      FROM "values" x) x
+			GROUP BY 1, 2
+		)
+		SELECT count(*) FILTER (WHERE t.n IS DISTINCT FROM m.n OR t.min IS DISTINCT FROM m.min
+		                          OR t.max IS DISTINCT FROM m.max OR t.sum IS NULL OR m.sum IS NULL
+		                          OR abs(t.sum - m.sum) > 1e-9 * greatest(1, abs(t.sum))
+		                          OR (t.m2 IS NULL) <> (m.m2 IS NULL) OR abs(t.m2 - m.m2) > 1e-9 * greatest(1, t.m2)
+		                          OR t.first_ts IS DISTINCT FROM m.first_ts OR t.last_ts IS DISTINCT FROM m.last_ts
+		                          OR t.first_value IS DISTINCT FROM m.first_value OR t.last_value IS DISTINCT FROM m.last_value
+		                          OR t.min_ts IS DISTINCT FROM m.min_ts OR t.max_ts IS DISTINCT FROM m.max_ts),
+		       count(m.n)
+		FROM truth t FULL JOIN `+tier.Table+` m USING (variable_id, tile)`, width, width).
+			Scan(context.Background(), &d, &n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		drift += d
+		if tier == tiers.Minutes {
+			rollups = n
+		}
 	}
 	return drift, rollups
 }
 
-// TestMinuteRollupsFollowEveryWrite drives every kind of write through the API (new
+// TestTiersFollowEveryWrite drives every kind of write through the API (new
 // dots, retries that replace values, concurrent writers sharing minutes, a range
 // delete whose ends fall inside minutes, variable and device deletes) and checks the
 // per-minute rollups the analytics read against the values after each step.
-func TestMinuteRollupsFollowEveryWrite(t *testing.T) {
+func TestTiersFollowEveryWrite(t *testing.T) {
 	c := env.Client(t).As(env.NewAccount(t))
 	rng := rand.New(rand.NewPCG(7, 7))
 	const t0 = int64(1767225600000) // 2026-01-01T00:00Z
@@ -116,7 +140,7 @@ func TestMinuteRollupsFollowEveryWrite(t *testing.T) {
 	check("one-minute delete")
 	var left int
 	_ = env.DB.NewRaw(`SELECT count(*) FROM value_minutes m JOIN variables v ON v.id = m.variable_id
-		WHERE v.public_id = ? AND m.minute > to_timestamp(?::float8 / 1000) AND m.minute + INTERVAL '1 minute' <= to_timestamp(?::float8 / 1000)`,
+		WHERE v.public_id = ? AND m.tile > to_timestamp(?::float8 / 1000) AND m.tile + INTERVAL '1 minute' <= to_timestamp(?::float8 / 1000)`,
 		id, from, to).Scan(context.Background(), &left)
 	if left != 0 {
 		t.Fatalf("%d rollups left inside the deleted range", left)
@@ -377,10 +401,10 @@ func referenceAggregation(series [][]testenv.Point, start, end int64, agg string
 	return b
 }
 
-// TestRebuildMinutesRepairsDrift: rollups left wrong by writes outside the write path
+// TestRebuildTiersRepairsDrift: rollups left wrong by writes outside the write path
 // (values inserted by hand, a binary without rollups) are recomputed by
 // RebuildMinutes, from its since minute on only.
-func TestRebuildMinutesRepairsDrift(t *testing.T) {
+func TestRebuildTiersRepairsDrift(t *testing.T) {
 	ctx := context.Background()
 	c := env.Client(t).As(env.NewAccount(t))
 	const t0 = int64(1767225600000)
@@ -388,16 +412,17 @@ func TestRebuildMinutesRepairsDrift(t *testing.T) {
 	since := time.UnixMilli(t0).UTC()
 	for _, q := range []string{
 		// before since: stays wrong
-		`UPDATE value_minutes SET n = n + 1 WHERE variable_id = ? AND minute = (SELECT min(minute) FROM value_minutes WHERE variable_id = ?)`,
-		// from since on: two values written around the write path, their minutes missing
+		`UPDATE value_minutes SET n = n + 1 WHERE variable_id = ? AND tile = (SELECT min(tile) FROM value_minutes WHERE variable_id = ?)`,
+		// from since on: two values written around the write path, their tiles missing
+		// (two minutes, two quarters and a day)
 		`INSERT INTO "values" (variable_id, ts, value) VALUES (?, '2026-01-01T00:10:00.5Z', 1), (?, '2026-01-01T00:20:00Z', 2)`,
 	} {
 		if _, err := env.DB.ExecContext(ctx, q, s.VariableKey, s.VariableKey); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if drift, _ := rollupDrift(t); drift != 3 {
-		t.Fatalf("%d rollups drifted, want the 3 made here", drift)
+	if drift, _ := rollupDrift(t); drift != 6 {
+		t.Fatalf("%d rollups drifted, want the 6 made here", drift)
 	}
 	st := &ingest.Store{Pool: env.DB.Pool}
 	var calls int

@@ -1,0 +1,138 @@
+package querybuilder
+
+import (
+	"fmt"
+	"time"
+
+	sq "github.com/Masterminds/squirrel"
+
+	"github.com/sensordata/sensorapi/pkg/tiers"
+)
+
+// Count, sum, mean, min, max, std, first and last of a range add up from parts, so the
+// compiler answers them from summary rows: whole tiles of the rollup tiers (pkg/tiers,
+// kept exact by the write path) wherever they fit, and raw values only where a range
+// edge cuts a minute. A range is covered coarsest first: whole days in its middle,
+// then quarters, then minutes towards its edges, then the raw values of the partial
+// minutes at both ends. A year is then about 365 + 2·95 + 2·14 rows, not 3 million.
+//
+// Statistics and aggregation (E7, E9) ask about a UTC range only: every tier fits.
+// A resample bucket (E8) is a calendar interval of a time zone: a tier fits only where
+// its tiles never straddle a bucket edge (tiers.FitZone, checked again against the
+// database's own tz data when the statement runs: zoneCheck).
+
+// summaryColumns is the column list of summary rows.
+const summaryColumns = "ts, n, sum, min, max, ks, m2, first_ts, first_value, last_ts, last_value, min_ts, max_ts"
+
+// rawColumns turn a raw value (columns prefix.ts, prefix.value) into a summary row: its
+// own min, so its shifted sum and spread are 0 (none beyond ±1e150, as for tiles).
+func rawColumns(prefix string) string {
+	v, t := prefix+"value", prefix+"ts"
+	none := "CASE WHEN abs(" + v + ") <= 1e150 THEN 0::float8 END"
+	return t + " AS ts, 1 AS n, " + v + " AS sum, " + v + " AS min, " + v + " AS max, " + none + " AS ks, " + none + " AS m2, " +
+		t + " AS first_ts, " + v + " AS first_value, " + t + " AS last_ts, " + v + " AS last_value, " + t + " AS min_ts, " + t + " AS max_ts"
+}
+
+// tileColumns select a tile as a summary row (ts = its start).
+const tileColumns = "m.tile AS ts, m.n, m.sum, m.min, m.max, m.ks, m.m2, m.first_ts, m.first_value, m.last_ts, m.last_value, m.min_ts, m.max_ts"
+
+// nowMargin: without an end a range runs to the database's now(). The tiles are read
+// up to the service's clock minus this margin, the rest raw up to now(), so that clocks
+// apart by less than it still give the database's answer exactly.
+const nowMargin = 5 * time.Minute
+
+// cover is how a range splits over the tiers: whole tiles of tiers.All[i] in
+// [lo[i], hi[i]), nested (a coarser tier's span lies inside a finer one's), a tier
+// with no whole tile (or not usable) collapsed to lo = hi. Each tier reads its span less
+// the next coarser tier's; raw values fill [start, lo[0]) and [hi[0], end].
+type cover struct {
+	start  time.Time  // the range's first instant (epoch 0 when none was given)
+	end    *time.Time // its last, inclusive (nil: the database's now())
+	lo, hi []time.Time
+}
+
+// newCover splits [start, end] over the first usable tiers (0: raw values only).
+func newCover(start, end *time.Time, usable int) cover {
+	s, e := int64(0), time.Now().Add(-nowMargin).UnixMilli() // no start: from the first value (timestamps are ≥ 0)
+	if start != nil {
+		s = start.UnixMilli()
+	}
+	if end != nil {
+		e = end.UnixMilli() + 1 // end is inclusive to the millisecond
+	}
+	c := cover{start: time.UnixMilli(s).UTC(), end: end}
+	prev, collapsed := s, false
+	for i, t := range tiers.All {
+		lo, hi := t.Ceil(s), t.Floor(e)
+		if collapsed || i >= usable || lo >= hi {
+			lo, hi, collapsed = prev, prev, true
+		}
+		c.lo, c.hi = append(c.lo, time.UnixMilli(lo).UTC()), append(c.hi, time.UnixMilli(hi).UTC())
+		prev = lo
+	}
+	return c
+}
+
+// notes describe the cover for explain answers and `sensorapi compile`: which tiers
+// are read over which spans.
+func (c cover) notes() []string {
+	var out []string
+	for i := len(tiers.All) - 1; i >= 0; i-- {
+		if c.lo[i].Before(c.hi[i]) {
+			out = append(out, fmt.Sprintf("%s: whole tiles from %s to %s", tiers.All[i].Table,
+				c.lo[i].Format(time.RFC3339), c.hi[i].Format(time.RFC3339)))
+		}
+	}
+	if len(out) == 0 {
+		return []string{"raw values only: the range holds no whole minute"}
+	}
+	return append(out, `raw "values": the partial minutes at both ends`)
+}
+
+// summaries selects summary rows (summaryColumns) that together hold exactly the values
+// of the variable whose key is the SQL expression key in the range: a row per tile of
+// the cover, a row per raw value at its edges. The branches exclude each other by time,
+// and each is one range scan of an index on (variable, time) with constant bounds, so
+// TimescaleDB excludes the chunks outside them when it plans the statement. The text is
+// the same for every range: empty spans are empty bounds.
+func summaries(key string, c cover) sq.Sqlizer {
+	last := len(tiers.All) - 1
+	upTo := sq.Expr("x.ts <= now()")
+	if c.end != nil {
+		upTo = sq.Expr("x.ts <= ?", *c.end)
+	}
+	parts := []any{
+		rawSummaries(key, sq.Expr("x.ts >= ? AND x.ts < ?", c.start, c.lo[0])),
+		rawSummaries(key, sq.ConcatExpr(sq.Expr("x.ts >= ? AND ", c.hi[0]), upTo)),
+	}
+	for i, t := range tiers.All {
+		if i == last {
+			parts = append(parts, tileRows(key, t, c.lo[i], c.hi[i]))
+			continue
+		}
+		parts = append(parts, tileRows(key, t, c.lo[i], c.lo[i+1]), tileRows(key, t, c.hi[i+1], c.hi[i]))
+	}
+	var b []any
+	for i, p := range parts {
+		if i > 0 {
+			b = append(b, "\n    UNION ALL\n    ")
+		}
+		b = append(b, p)
+	}
+	return sq.ConcatExpr(b...)
+}
+
+// tileRows are the tiles of t in [lo, hi).
+func tileRows(key string, t tiers.Tier, lo, hi time.Time) sq.Sqlizer {
+	return sq.Expr(`SELECT `+tileColumns+`
+    FROM `+t.Table+` m
+    WHERE m.variable_id = `+key+` AND m.tile >= ? AND m.tile < ?`, lo, hi)
+}
+
+// rawSummaries is the summary rows of the raw values of key with a timestamp in
+// range (SQL conditions on x.ts).
+func rawSummaries(key string, cond sq.Sqlizer) sq.Sqlizer {
+	return sq.ConcatExpr(`SELECT `+rawColumns("x.")+`
+    FROM "values" x
+    WHERE x.variable_id = `+key+` AND `, cond)
+}
