@@ -110,6 +110,9 @@ func TestTiersProperty(t *testing.T) {
 		})
 	}
 	t.Run("random", func(t *testing.T) { tiersRandom(t, c, vars) })
+	if stdWithPercentilesBug {
+		t.Logf("stdWithPercentilesBug: %d answers showed it (none: it is fixed, set it to false)", stdWithPercentilesSeen)
+	}
 }
 
 // tiersRandom sends seeded random E7, E8 and E9 requests and compares each answer with
@@ -440,6 +443,9 @@ func within(want, got any, tol float64) bool {
 // it to false once std is exact on every plan (issue 17 asks 1e-9).
 const stdWithPercentilesBug = true
 
+// stdWithPercentilesSeen counts the answers that showed it in this run.
+var stdWithPercentilesSeen int
+
 // checkStatistics fails t unless got equals want (sameStatistics, 1e-9 relative),
 // except for the known deviation stdWithPercentilesBug, which it logs.
 func checkStatistics(t *testing.T, what string, want, got any, aggs []string) {
@@ -450,6 +456,7 @@ func checkStatistics(t *testing.T, what string, want, got any, aggs []string) {
 	}
 	if stdWithPercentilesBug && slices.Contains(aggs, "p50") && sameStatistics(want, got, aggs, 1e-6) == nil {
 		t.Logf("known bug (stdWithPercentilesBug), %s: %v", what, err)
+		stdWithPercentilesSeen++
 		return
 	}
 	t.Errorf("%s: %v\n got %s", what, err, mustJSON(t, got))
@@ -521,6 +528,9 @@ func refStatistics(t *testing.T, vars map[string]*tiersVar, names []string, star
 //     wall-clock time, a timestamp without zone);
 //   - W: local Monday to Sunday, keyed by its Sunday; M: the local month, keyed by its
 //     first day and labelled with its last.
+//
+// Local midnight is read with a plain AT TIME ZONE: right for the six zones here, whose
+// midnights all exist and happen once (not for America/Santiago or Atlantic/Azores).
 //
 // key is the bucket of x.ts (o.day is the local midnight, a timestamp without zone),
 // step the distance between keys for generate_series, label the instant of key k.

@@ -194,12 +194,11 @@ def resample_cases():
     k = 0
     for tz in ZONES:
         for period in PERIODS:
-            for _ in range(3):
+            for agg in E8_AGGS:  # every zone × period × aggregation, each on its own random range
                 names = subset()
                 start, end = random_range(min(30_000, WIDTH[period] // 2), WIDTH[period] * 120, names)
-                add("E8", {"variables": names, "tz": tz, "period": period, "aggregation": E8_AGGS[k % 5],
+                add("E8", {"variables": names, "tz": tz, "period": period, "aggregation": agg,
                            "join_dataframes": bool(RNG.random() < 0.5), "start": start, "end": end})
-                k += 1
     # a day (and a bit) around every change of offset, where buckets go wrong first
     for tz, day in dst_days():
         for period in ("1T", "15T", "45T", "1H", "5H", "1D"):
