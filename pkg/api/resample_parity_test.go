@@ -295,15 +295,21 @@ func collectLabels(v any, out *[]int64) {
 
 func loadParity(t *testing.T, name string) parityFixture {
 	t.Helper()
-	raw, err := os.ReadFile("testdata/parity/" + name)
+	var fx parityFixture
+	loadFixture(t, "testdata/parity/"+name, &fx)
+	return fx
+}
+
+// loadFixture decodes the JSON file at path into v.
+func loadFixture(t *testing.T, path string, v any) {
+	t.Helper()
+	raw, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var fx parityFixture
-	if err := json.Unmarshal(raw, &fx); err != nil {
-		t.Fatalf("%s: %v", name, err)
+	if err := json.Unmarshal(raw, v); err != nil {
+		t.Fatalf("%s: %v", path, err)
 	}
-	return fx
 }
 
 // seedParity stores each fixture variable (in its own account, so no other test's data

@@ -115,9 +115,12 @@ def pairs(r, precision):
     return [[int(ts.value // MS), round_half_away(num(v), precision)] for ts, v in r.items()]
 
 
-def resample(body):
+def resample(body, series=None):
+    """The expected E8 results of body; series maps variable names to their values
+    (default this file's SERIES; testdata/tiers/gen.py passes its own)."""
+    series = SERIES if series is None else series
     tz = body.get("tz", "UTC")
-    sel = [in_range(SERIES[n], body.get("start"), body.get("end")) for n in body["variables"]]
+    sel = [in_range(series[n], body.get("start"), body.get("end")) for n in body["variables"]]
     nonempty = [s for s in sel if len(s)]
     if not nonempty:
         per_var = [pd.Series(dtype="float64") for _ in sel]
@@ -153,8 +156,10 @@ def aggregate(s, agg):
     return [int(s.index.max().value // MS), float(s.agg(agg))]
 
 
-def aggregation(body):
-    sel = [in_range(SERIES[n], body.get("start"), body.get("end")) for n in body["variables"]]
+def aggregation(body, series=None):
+    """The expected E9 results of body (series as for resample)."""
+    series = SERIES if series is None else series
+    sel = [in_range(series[n], body.get("start"), body.get("end")) for n in body["variables"]]
     p = body.get("precision")
     agg = body["aggregation"]
     if body.get("join_dataframes", False):
