@@ -178,6 +178,19 @@ var retentionUnits = map[byte]time.Duration{
 	's': time.Second, 'm': time.Minute, 'h': time.Hour, 'd': 24 * time.Hour, 'w': 7 * 24 * time.Hour,
 }
 
+// FormatRetention spells a retention the way ParseRetention reads it (2w, 90d, 36h).
+func FormatRetention(d time.Duration) string {
+	for _, u := range []struct {
+		unit string
+		d    time.Duration
+	}{{"w", retentionUnits['w']}, {"d", retentionUnits['d']}, {"h", time.Hour}, {"m", time.Minute}} {
+		if d%u.d == 0 {
+			return strconv.FormatInt(int64(d/u.d), 10) + u.unit
+		}
+	}
+	return d.String()
+}
+
 // ParseRetention reads a retention duration: one or more integers each followed by a
 // unit s, m, h, d (24 h) or w (7 d), such as 90d, 36h, 2w or 1w3d. It must be positive.
 func ParseRetention(v string) (time.Duration, error) {

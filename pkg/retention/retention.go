@@ -246,6 +246,9 @@ func dropTier(ctx context.Context, tx pgx.Tx, cutoff time.Time, t *Tier) error {
 		name, cutoff).Scan(&t.Chunks)
 }
 
+// Every is how often `serve` runs the job (API.md §16: at least hourly).
+const Every = time.Hour
+
 // Job runs the retention with metrics and logs: `serve` runs Loop, the CLI Run.
 type Job struct {
 	Pool    *pgxpool.Pool
