@@ -214,7 +214,7 @@ func TestRetention(t *testing.T) {
 // the horizon is accepted.
 func writesBeforeHorizon(t *testing.T, horizon time.Time) {
 	t.Helper()
-	c := env.Client(t).OffContract()
+	c := env.Client(t)
 	before, at := horizon.Add(-time.Hour).UnixMilli(), horizon.UnixMilli()
 	r := c.Post("/api/v1.6/devices/retention-writer/", map[string]any{
 		"t": []map[string]any{{"value": 1, "timestamp": at}, {"value": 2, "timestamp": before}},
