@@ -38,6 +38,16 @@ func TestRetentionRun(t *testing.T) {
 		Scan(ctx, &before); err != nil || before == 0 {
 		t.Fatalf("%d values before %s (%v)", before, cut, err)
 	}
+	minutes := func() (n int64) {
+		if err := env.DB.NewRaw(`SELECT count(*) FROM value_minutes WHERE variable_id = ? AND minute < ?`, s.VariableKey, cut).
+			Scan(ctx, &n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := minutes(); n != before {
+		t.Fatalf("%d minute rollups before %s, want %d", n, cut, before)
+	}
 	// whole days back to the cut: the cutoff falls less than a day after it, long
 	// before the end of the next chunk
 	days := int(time.Since(cut) / (24 * time.Hour))
@@ -83,6 +93,16 @@ func TestRetentionRun(t *testing.T) {
 	if err := env.DB.NewRaw(`SELECT count(*) FROM "values" WHERE variable_id = ? AND ts < ?`, s.VariableKey, cut).
 		Scan(ctx, &left); err != nil || left != 0 {
 		t.Fatalf("%d values left before the horizon (%v)", left, err)
+	}
+
+	// the minutes before the horizon stay, even through a rollups rebuild
+	rebuild := exec.Command(bin, "rollups", "rebuild", "--since", "1980-01-01T00:00:00Z")
+	rebuild.Env = append(os.Environ(), "DATABASE_URL="+env.DSN)
+	if out, err := rebuild.CombinedOutput(); err != nil || !strings.Contains(string(out), "from the raw horizon") {
+		t.Fatalf("rollups rebuild: %v\n%s", err, out)
+	}
+	if n := minutes(); n != before {
+		t.Fatalf("%d minute rollups before the horizon after retention and a rebuild, want %d", n, before)
 	}
 
 	// serve with the same setting: the job runs at start, and /metrics shows it

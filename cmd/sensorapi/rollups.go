@@ -11,6 +11,7 @@ import (
 
 	"github.com/sensordata/sensorapi/pkg/ingest"
 	"github.com/sensordata/sensorapi/pkg/progress"
+	"github.com/sensordata/sensorapi/pkg/retention"
 )
 
 const rollupsUsage = `Usage: sensorapi rollups rebuild|check [--since TIME]
@@ -20,6 +21,9 @@ its values, one variable per transaction, while the service keeps running. The w
 path keeps them exact; rebuild repairs what it did not see: values written by a binary
 older than the rollups during a rolling upgrade, or rows loaded into "values" by hand
 (docs/operations.md).
+
+Both start at the raw horizon at the earliest (sensorapi retention --help): before it
+the values were removed and the rollups are kept as they are.
 
 check compares the rollups with the values, variable by variable, prints each minute
 that differs (count, min, max, or sum beyond 1e-9 relative) and exits 1 if any does.
@@ -64,6 +68,14 @@ func rollupsCmd(ctx context.Context, args []string) error {
 		return err
 	}
 	defer func() { _ = db.Close() }()
+	// before the raw horizon the values are gone and the rollups are all there is
+	if h, ok, err := retention.Horizon(ctx, db.Pool); err != nil {
+		return err
+	} else if ok && from.Before(h) {
+		fmt.Fprintf(os.Stderr, "from the raw horizon %s on: the values before it were removed by retention\n",
+			h.Format(time.RFC3339))
+		from = h
+	}
 	st := &ingest.Store{Pool: db.Pool}
 	if sub == "check" {
 		return checkRollups(ctx, st, from)
