@@ -21,6 +21,7 @@ Usage:
   sensorapi load [flags]                   write a reproducible data set (see load --help)
   sensorapi compile --endpoint E < req.json  print the SQL an analytics request runs
   sensorapi rollups rebuild|check         recompute the minute rollups from the values, or compare them
+  sensorapi retention run                  drop raw and rollup chunks past their retention, now (see retention --help)
   sensorapi healthcheck                    exit 0 when the local server answers /healthz (container health checks)
   sensorapi help                           this text
 
@@ -28,7 +29,8 @@ Every subcommand takes --help. Configuration is read from the environment:
   DATABASE_URL, SENSORAPI_ADDR (:8080), SENSORAPI_ADMIN_TOKEN, SENSORAPI_PUBLIC_URL,
   SENSORAPI_LOG_LEVEL (info), SENSORAPI_MAX_BODY_BYTES (16777216), SENSORAPI_QUERY_TIMEOUT (30s),
   SENSORAPI_MQTT_ADDR (:1883), SENSORAPI_MQTT_TLS_ADDR/_CERT/_KEY, DATABASE_REPLICA_URL,
-  SENSORAPI_REPLICA_MAX_LAG (1s), SENSORAPI_INGEST_* and SENSORAPI_CACHE_* (docs/operations.md)
+  SENSORAPI_REPLICA_MAX_LAG (1s), SENSORAPI_RETENTION_RAW and SENSORAPI_RETENTION_ROLLUPS
+  (90d, 36h, 2w; default: keep forever), SENSORAPI_INGEST_* and SENSORAPI_CACHE_* (docs/operations.md)
 
 Examples:
   make run
@@ -46,6 +48,7 @@ var commands = map[string]command{
 	"load":        loadCmd,
 	"compile":     compileCmd,
 	"rollups":     rollupsCmd,
+	"retention":   retentionCmd,
 	"healthcheck": healthcheckCmd,
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sensordata/sensorapi/pkg/ingest"
 	"github.com/sensordata/sensorapi/pkg/progress"
+	"github.com/sensordata/sensorapi/pkg/retention"
 )
 
 const rollupsUsage = `Usage: sensorapi rollups rebuild|check [--since TIME]
@@ -21,6 +22,9 @@ service keeps running; --since is rounded down to its UTC day. The write path ke
 the tiers exact; rebuild repairs what it did not see: values written by a binary older
 than the tiers during a rolling upgrade, or rows loaded into "values" by hand
 (docs/operations.md).
+
+Both start at the raw horizon at the earliest (sensorapi retention --help): before it
+the values were removed and the rollups are kept as they are.
 
 check compares every tier with the values, variable by variable, prints each tile that
 differs (count, min, max, first, last, the timestamps of min and max, or sum and
@@ -66,6 +70,14 @@ func rollupsCmd(ctx context.Context, args []string) error {
 		return err
 	}
 	defer func() { _ = db.Close() }()
+	// before the raw horizon the values are gone and the rollups are all there is
+	if h, ok, err := retention.Horizon(ctx, db.Pool); err != nil {
+		return err
+	} else if ok && from.Before(h) {
+		fmt.Fprintf(os.Stderr, "from the raw horizon %s on: the values before it were removed by retention\n",
+			h.Format(time.RFC3339))
+		from = h
+	}
 	st := &ingest.Store{Pool: db.Pool}
 	if sub == "check" {
 		return checkRollups(ctx, st, from)

@@ -16,6 +16,7 @@ import (
 	"github.com/sensordata/sensorapi/pkg/auth"
 	"github.com/sensordata/sensorapi/pkg/config"
 	"github.com/sensordata/sensorapi/pkg/metrics"
+	"github.com/sensordata/sensorapi/pkg/retention"
 	"github.com/sensordata/sensorapi/pkg/store"
 	"github.com/sensordata/sensorapi/testcontainers"
 )
@@ -26,7 +27,9 @@ func serveCmd(ctx context.Context, args []string) error {
 		fmt.Fprint(fs.Output(), `Usage: sensorapi serve
 
 Runs the HTTP API and the MQTT broker (SENSORAPI_MQTT_ADDR, default :1883; empty
-turns it off). Migrations are applied on start.
+turns it off). Migrations are applied on start. With SENSORAPI_RETENTION_RAW or
+SENSORAPI_RETENTION_ROLLUPS set it applies the retention at start and hourly (one
+instance at a time; see sensorapi retention --help).
 
 Without DATABASE_URL (make run) it starts a TimescaleDB container whose data lives in
 the Docker volume SENSORAPI_DATA_VOLUME (default sensorapi-data), so it survives
@@ -77,6 +80,13 @@ Example:
 		return err
 	}
 	defer func() { stop(); <-srv.Ingest.Done() }()
+	if r := cfg.Retention; r.Enabled() {
+		job := &retention.Job{Pool: db.Pool, Options: retention.Options{Raw: r.Raw, Rollups: r.Rollups},
+			Metrics: srv.Metrics, Log: log, Cache: srv.Horizon}
+		done := make(chan struct{})
+		go func() { defer close(done); job.Loop(bg, retention.Every) }()
+		defer func() { stop(); <-done }() // before the pool closes
+	}
 	if cfg.MQTT.Addr != "" || cfg.MQTT.TLSAddr != "" {
 		broker, err := srv.StartMQTT(cfg.MQTT)
 		if err != nil {

@@ -232,7 +232,8 @@ func TestHelpOnEverySubcommand(t *testing.T) {
 	// "account create --help" once created an account named "--help"; without
 	// DATABASE_URL a command that reaches the database fails instead of exiting 0
 	for _, args := range [][]string{{"serve"}, {"migrate"}, {"account"}, {"account", "create"}, {"token"},
-		{"token", "create"}, {"load"}, {"compile"}, {"healthcheck"}, {"rollups"}, {"rollups", "rebuild"}, {"rollups", "check"}} {
+		{"token", "create"}, {"load"}, {"compile"}, {"healthcheck"}, {"rollups"}, {"rollups", "rebuild"}, {"rollups", "check"},
+		{"retention"}, {"retention", "run"}} {
 		cmd := exec.Command(bin, append(args, "--help")...)
 		cmd.Env = append(os.Environ(), "DATABASE_URL=")
 		out, err := cmd.CombinedOutput()

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"time"
 
 	"github.com/sensordata/sensorapi/pkg/auth"
 	"github.com/sensordata/sensorapi/pkg/cache"
@@ -9,6 +10,7 @@ import (
 	"github.com/sensordata/sensorapi/pkg/ingest"
 	"github.com/sensordata/sensorapi/pkg/mqtt"
 	"github.com/sensordata/sensorapi/pkg/notify"
+	"github.com/sensordata/sensorapi/pkg/retention"
 	"github.com/sensordata/sensorapi/pkg/store"
 )
 
@@ -40,10 +42,11 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	s.Tokens = auth.NewTokens(s.DB, opts("token"), inv)
 	store := &ingest.Store{Pool: s.DB.Pool, Written: func(n int) { s.Metrics.ValuesIngested.Add(float64(n)) }}
+	s.Horizon = retention.NewCache(s.DB.Pool, HorizonTTL)
 	in := s.Config.Ingest
 	s.Ingest = ingest.NewPipeline(store, ingest.PipelineConfig{
 		BatchDots: in.BatchDots, QueueDots: in.QueueDots, QueueWait: in.QueueWait,
-		Committers: in.Committers, CommitTimeout: s.Config.QueryTimeout,
+		Committers: in.Committers, CommitTimeout: s.Config.QueryTimeout, Horizon: s.writeHorizon,
 	}, opts("device"), opts("variable"), inv, s.Metrics, s.Log)
 	// a gap in notifications may have hidden any change: forget everything
 	s.Listener.OnReset(s.Tokens.Purge)
@@ -51,6 +54,20 @@ func (s *Server) Start(ctx context.Context) error {
 	go s.Listener.Run(ctx)
 	go s.Ingest.Run(ctx)
 	return nil
+}
+
+// HorizonTTL is how long an instance reuses the raw horizon it read (retention.Cache).
+const HorizonTTL = 5 * time.Second
+
+// writeHorizon is the raw horizon writes are checked against. When it cannot be read
+// (the database is failing: the write would fail too) writes go on with the last one
+// known.
+func (s *Server) writeHorizon(ctx context.Context) (time.Time, bool) {
+	h, ok, err := s.Horizon.Get(ctx)
+	if err != nil {
+		s.Log.Warn("raw horizon unreadable; checking writes against the last one known", "error", err.Error())
+	}
+	return h, ok
 }
 
 // StartMQTT runs the embedded MQTT broker on this instance's caches, pipeline and

@@ -17,6 +17,7 @@ import (
 	"github.com/sensordata/sensorapi/pkg/ingest"
 	"github.com/sensordata/sensorapi/pkg/metrics"
 	"github.com/sensordata/sensorapi/pkg/notify"
+	"github.com/sensordata/sensorapi/pkg/retention"
 	"github.com/sensordata/sensorapi/pkg/store"
 )
 
@@ -33,6 +34,9 @@ type Server struct {
 	Tokens        *auth.Tokens
 	Ingest        *ingest.Pipeline
 	Replicas      *store.Replicas
+	// Horizon is the raw horizon (API.md §16), read at most every HorizonTTL: writes
+	// before it are refused, reads before it answer from the rollup tiers.
+	Horizon *retention.Cache
 
 	limits *limiters // per-token rate limits; nil when off
 }

@@ -36,7 +36,19 @@ type Config struct {
 	// for one to replay the primary's position (SENSORAPI_REPLICA_MAX_LAG).
 	ReplicaURLs   []string
 	ReplicaMaxLag time.Duration
+
+	Retention Retention
 }
+
+// Retention is how long data is kept (API.md §16, docs/operations.md "Retention");
+// zero keeps it forever.
+type Retention struct {
+	Raw     time.Duration // SENSORAPI_RETENTION_RAW: raw values ("values")
+	Rollups time.Duration // SENSORAPI_RETENTION_ROLLUPS: the rollup tiers
+}
+
+// Enabled tells whether anything is ever removed.
+func (r Retention) Enabled() bool { return r.Raw > 0 || r.Rollups > 0 }
 
 // MQTT configures the embedded broker (API.md §12, docs/mqtt.md).
 type MQTT struct {
@@ -118,7 +130,94 @@ func FromEnv() (Config, error) {
 		}
 		c.RateBurst = n
 	}
+	if err := c.retentionFromEnv(); err != nil {
+		return c, err
+	}
 	return c, c.pipelineFromEnv()
+}
+
+// retentionFromEnv reads SENSORAPI_RETENTION_RAW and SENSORAPI_RETENTION_ROLLUPS.
+// The rollups are read wherever raw values exist (the minutes of a range's middle,
+// API.md §16), so they may not go before the raw values do: a rollup retention needs
+// a raw retention no longer than itself.
+func (c *Config) retentionFromEnv() error {
+	for _, p := range []struct {
+		name string
+		dst  *time.Duration
+	}{
+		{"SENSORAPI_RETENTION_RAW", &c.Retention.Raw},
+		{"SENSORAPI_RETENTION_ROLLUPS", &c.Retention.Rollups},
+	} {
+		v := strings.TrimSpace(os.Getenv(p.name))
+		if v == "" {
+			continue
+		}
+		d, err := ParseRetention(v)
+		if err != nil {
+			return fmt.Errorf("%s: %w", p.name, err)
+		}
+		*p.dst = d
+	}
+	if r := c.Retention; r.Rollups > 0 && (r.Raw == 0 || r.Raw > r.Rollups) {
+		return fmt.Errorf("SENSORAPI_RETENTION_ROLLUPS (%s) must be at least SENSORAPI_RETENTION_RAW (%s): "+
+			"the rollups summarize the raw values and are read wherever those exist",
+			os.Getenv("SENSORAPI_RETENTION_ROLLUPS"), orForever(os.Getenv("SENSORAPI_RETENTION_RAW")))
+	}
+	return nil
+}
+
+func orForever(v string) string {
+	if v == "" {
+		return "forever"
+	}
+	return v
+}
+
+// retentionUnits are the units of ParseRetention.
+var retentionUnits = map[byte]time.Duration{
+	's': time.Second, 'm': time.Minute, 'h': time.Hour, 'd': 24 * time.Hour, 'w': 7 * 24 * time.Hour,
+}
+
+// FormatRetention spells a retention the way ParseRetention reads it (2w, 90d, 36h).
+func FormatRetention(d time.Duration) string {
+	for _, u := range []struct {
+		unit string
+		d    time.Duration
+	}{{"w", retentionUnits['w']}, {"d", retentionUnits['d']}, {"h", time.Hour}, {"m", time.Minute}} {
+		if d%u.d == 0 {
+			return strconv.FormatInt(int64(d/u.d), 10) + u.unit
+		}
+	}
+	return d.String()
+}
+
+// ParseRetention reads a retention duration: one or more integers each followed by a
+// unit s, m, h, d (24 h) or w (7 d), such as 90d, 36h, 2w or 1w3d. It must be positive.
+func ParseRetention(v string) (time.Duration, error) {
+	bad := fmt.Errorf("want a duration such as 90d, 36h or 2w (units s, m, h, d, w), got %q", v)
+	var total time.Duration
+	for rest := v; rest != ""; {
+		i := 0
+		for i < len(rest) && rest[i] >= '0' && rest[i] <= '9' {
+			i++
+		}
+		if i == 0 || i == len(rest) {
+			return 0, bad
+		}
+		unit, ok := retentionUnits[rest[i]]
+		n, err := strconv.ParseInt(rest[:i], 10, 64)
+		if !ok || err != nil || n > int64(1<<62)/int64(unit) {
+			return 0, bad
+		}
+		if total += time.Duration(n) * unit; total < 0 {
+			return 0, bad
+		}
+		rest = rest[i+1:]
+	}
+	if total <= 0 {
+		return 0, bad
+	}
+	return total, nil
 }
 
 // pipelineFromEnv reads the ingestion and cache knobs.

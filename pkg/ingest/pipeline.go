@@ -45,6 +45,13 @@ type PipelineConfig struct {
 	QueueWait     time.Duration // how long a message waits for room before a 503
 	Committers    int           // batches committing at once
 	CommitTimeout time.Duration // one batch's transaction, at most
+
+	// Horizon, when set, returns the raw horizon (retention, API.md §16; ok false: none):
+	// a message with a dot before it is refused whole (400 naming "timestamp"), since
+	// the raw values there were removed and only the rollup tiers answer for that
+	// period. A dot written there would be raw data under the tiers that the next
+	// retention run drops again.
+	Horizon func(context.Context) (h time.Time, ok bool)
 }
 
 type deviceKey struct {
@@ -93,6 +100,9 @@ func (p *Pipeline) Purge() {
 // ToDevice writes dots whose Target is a variable label to the device with that label,
 // creating the device and missing variables (name = label).
 func (p *Pipeline) ToDevice(ctx context.Context, account int64, device string, dots []Dot) error {
+	if err := p.checkHorizon(ctx, dots); err != nil {
+		return err
+	}
 	alone := func(ctx context.Context) error { return p.store.ToDevice(ctx, account, device, dots) }
 	if p.alone(dots) {
 		return alone(ctx)
@@ -128,6 +138,9 @@ func (p *Pipeline) ToCollection(ctx context.Context, account int64, dots []Dot) 
 // caches hold) and queues the message.
 func (p *Pipeline) byID(ctx context.Context, account int64, dots []Dot, missing notFound,
 	alone func(context.Context) error) error {
+	if err := p.checkHorizon(ctx, dots); err != nil {
+		return err
+	}
 	if p.alone(dots) {
 		return alone(ctx)
 	}
@@ -136,6 +149,27 @@ func (p *Pipeline) byID(ctx context.Context, account int64, dots []Dot, missing 
 		return err
 	}
 	return p.submit(ctx, &job{rows: rows, targets: t, alone: alone})
+}
+
+// checkHorizon refuses a message holding a dot older than the raw horizon, naming
+// the timestamp field (a request's ?timestamp gives dots without one theirs).
+func (p *Pipeline) checkHorizon(ctx context.Context, dots []Dot) error {
+	if p.conf.Horizon == nil || len(dots) == 0 {
+		return nil
+	}
+	h, ok := p.conf.Horizon(ctx)
+	if !ok {
+		return nil
+	}
+	ms := h.UnixMilli()
+	for _, d := range dots {
+		if d.TS < ms {
+			return apierr.Invalid("timestamp", fmt.Sprintf(
+				"Values older than the raw horizon (%d) are no longer kept raw (retention); write timestamps from %d on.",
+				ms, ms))
+		}
+	}
+	return nil
 }
 
 // alone tells whether a message is written in a transaction of its own without

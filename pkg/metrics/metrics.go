@@ -28,6 +28,12 @@ type Metrics struct {
 	MQTTRejected    *prometheus.CounterVec // publishes refused, by reason
 	MQTTDeliveries  prometheus.Counter     // last values sent to subscribers
 	MQTTPubackSecs  prometheus.Histogram   // QoS 1: publish received → PUBACK sent
+
+	// Retention (pkg/retention).
+	RetentionHorizon       prometheus.Gauge       // raw horizon, unix seconds; 0: none
+	RetentionRowsRemoved   prometheus.Counter     // raw rows removed by this instance's runs
+	RetentionChunksDropped *prometheus.CounterVec // by table
+	RetentionRuns          *prometheus.CounterVec // by result: ran, skipped, failed
 }
 
 // New registers the HTTP, ingestion, Go runtime and database pool collectors.
@@ -49,7 +55,9 @@ func New(pool *pgxpool.Pool) *Metrics {
 	}
 	m.newIngestion()
 	m.newMQTT()
-	m.Registry.MustRegister(m.Requests, m.Duration, m.ValuesIngested,
+	m.newRetention()
+	m.Registry.MustRegister(m.RetentionHorizon, m.RetentionRowsRemoved, m.RetentionChunksDropped, m.RetentionRuns,
+		m.Requests, m.Duration, m.ValuesIngested,
 		m.IngestBatchMessages, m.IngestCommitSeconds, m.IngestBatches, m.IngestQueued, m.IngestRejected, m.CacheLookups,
 		m.MQTTConnections, m.MQTTMessagesIn, m.MQTTRejected, m.MQTTDeliveries, m.MQTTPubackSecs,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -122,4 +130,21 @@ func (m *Metrics) newMQTT() {
 		Name: "sensorapi_mqtt_puback_seconds", Help: "QoS 1 publishes: from receipt to PUBACK (the commit).",
 		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
 	})
+}
+
+func (m *Metrics) newRetention() {
+	m.RetentionHorizon = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "sensorapi_retention_raw_horizon_seconds",
+		Help: "The raw horizon (unix seconds): the oldest timestamp still held raw; 0 while nothing was dropped.",
+	})
+	m.RetentionRowsRemoved = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "sensorapi_retention_rows_removed_total", Help: "Raw values removed by retention runs of this instance.",
+	})
+	m.RetentionChunksDropped = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "sensorapi_retention_chunks_dropped_total", Help: "Chunks dropped by retention runs of this instance, by hypertable.",
+	}, []string{"table"})
+	m.RetentionRuns = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "sensorapi_retention_runs_total",
+		Help: "Retention runs by result: ran, skipped (another instance held the lock), failed.",
+	}, []string{"result"})
 }
