@@ -188,11 +188,11 @@ func TestRetention(t *testing.T) {
 	if err != nil || res.Skipped || len(res.RawChunks) != 0 {
 		t.Fatalf("second run: %+v %v", res, err)
 	}
-	tiers := map[string]retention.Tier{}
+	byTable := map[string]retention.Tier{}
 	for _, tr := range res.Tiers {
-		tiers[tr.Table] = tr
+		byTable[tr.Table] = tr
 	}
-	if tr := tiers["value_minutes"]; tr.Missing || tr.Chunks != 1 {
+	if tr := byTable["value_minutes"]; tr.Missing || tr.Chunks != 1 {
 		t.Fatalf("value_minutes: %+v, want its first chunk dropped (%+v)", tr, res.Tiers)
 	}
 	if len(res.Tiers) != len(tiers.All) {
