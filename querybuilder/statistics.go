@@ -55,22 +55,6 @@ const (
 	ColN       = "n"        // count(*), present whenever the rows are scanned
 )
 
-// aggColumns is the SQL each aggregation adds to the per-variable aggregate and the
-// output columns it yields. Timestamps come from the same single pass over the rows:
-// min(ts)/max(ts) are the first/last times (ts is unique per variable); min/max take
-// the time of the earliest row holding the extreme value by ordering rows on
-// (value, ts) and (-value, ts) with TimescaleDB's first().
-var aggColumns = map[string][]string{
-	AggFirst: {"first(x.value, x.ts) AS first_value", "min(x.ts) AS first_ts"},
-	AggLast:  {"last(x.value, x.ts) AS last_value", "max(x.ts) AS last_ts"},
-	AggMin:   {"min(x.value) AS min_value", "first(x.ts, ROW(x.value, x.ts)) AS min_ts"},
-	AggMax:   {"max(x.value) AS max_value", "first(x.ts, ROW(-x.value, x.ts)) AS max_ts"},
-	AggCount: {},
-	AggSum:   {"sum(x.value) AS sum_value"},
-	AggMean:  {"avg(x.value) AS mean_value"},
-	AggStd:   {"stddev_samp(x.value) AS std_value"},
-}
-
 // percentiles maps each percentile aggregation to its fraction for percentile_cont.
 var percentiles = map[string]string{AggP25: "0.25", AggP50: "0.5", AggP75: "0.75"}
 
@@ -109,9 +93,11 @@ const resolveJoin = `LEFT JOIN LATERAL (
 ) v ON true`
 
 // Statistics compiles an E7 request into one statement: per reference, the variable
-// lookup above, then its rows in [Start, End] read through the (variable_id, ts)
-// index. Only requested aggregations appear in it: first and last alone are two
-// LIMIT 1 index probes; anything else is one aggregate over one index range scan.
+// lookup above (res), then the summary rows of its range from the rollup tiers and raw
+// edges (tiers.go) for every aggregation but the percentiles. Percentiles need every
+// value: one GROUP BY over the raw values of all the requested variables (pct), a
+// statement PostgreSQL may run with parallel workers, unlike a LATERAL per variable.
+// Only requested aggregations appear in it.
 func Statistics(r StatisticsRequest) (Query, error) {
 	if len(r.Variables) == 0 {
 		return Query{}, fmt.Errorf("statistics: no variables")
@@ -120,31 +106,49 @@ func Statistics(r StatisticsRequest) (Query, error) {
 	if err != nil {
 		return Query{}, err
 	}
-	b := psql.Select().
-		Prefix(reqCTE, refArrays(r.Variables)...).
-		From("req r").
-		JoinClause(resolveJoin, r.AccountID, r.AccountID, r.AccountID)
-	var cols []string
 	start, end := r.Start.UTC(), r.End.UTC()
-	var notes []string
-	if summarizable(aggs) {
-		c := newCover(&start, &end, len(tiers.All))
-		b, cols = summaryScan(b, aggs, c)
-		notes = c.notes()
-	} else {
-		b, cols = aggregateScan(b, aggs, start, end)
-		notes = []string{`raw "values": percentiles need every value`}
+	c := newCover(&start, &end, len(tiers.All))
+	notes := c.notes()
+	var fractions, pctCols []string
+	for _, a := range aggs {
+		if f, ok := percentiles[a]; ok {
+			fractions = append(fractions, f)
+			pctCols = append(pctCols, fmt.Sprintf("p.pct[%d] AS %s_value", len(fractions), a))
+		}
+	}
+	prefix := []any{sq.Expr(reqCTE, refArrays(r.Variables)...),
+		sq.Expr(",\nres AS (\n    SELECT r.ord, v.*\n    FROM req r "+resolveJoin+"\n)", r.AccountID, r.AccountID, r.AccountID)}
+	if len(fractions) > 0 {
+		prefix = append(prefix, percentileCTE(fractions, start, end))
+		notes = append(notes, `raw "values" for the percentiles, one GROUP BY over all the variables`)
+	}
+	b := psql.Select().PrefixExpr(sq.ConcatExpr(prefix...)).From("res v")
+	b, cols := summaryScan(b, aggs, c)
+	if len(fractions) > 0 {
+		b, cols = b.JoinClause("LEFT JOIN pct p ON p.variable_id = v.id"), append(cols, pctCols...)
 	}
 	cols = append(append([]string{}, identityColumns...), cols...)
-	sqlStr, args, err := b.Columns(strings.Join(cols, ",\n       ")).OrderBy("r.ord").ToSql()
+	sqlStr, args, err := b.Columns(strings.Join(cols, ",\n       ")).OrderBy("v.ord").ToSql()
 	if err != nil {
 		return Query{}, fmt.Errorf("statistics: build: %w", err)
 	}
 	return Query{SQL: sqlStr, Args: args, Notes: notes}, nil
 }
 
+// percentileCTE is pct: the requested fractions of every resolved variable's values in
+// [start, end], by one ordered-set aggregate (one sort answers every fraction).
+func percentileCTE(fractions []string, start, end time.Time) sq.Sqlizer {
+	return sq.Expr(`,
+pct AS (
+    SELECT x.variable_id, percentile_cont(ARRAY[`+strings.Join(fractions, ", ")+`]::float8[]) WITHIN GROUP (ORDER BY x.value) AS pct
+    FROM "values" x
+    WHERE x.variable_id = ANY (ARRAY(SELECT id FROM res WHERE id IS NOT NULL)) AND x.ts BETWEEN ? AND ?
+    GROUP BY x.variable_id
+)`, start, end)
+}
+
 // identityColumns name the entry and what its reference resolved to (NULLs: not found).
-var identityColumns = []string{"r.ord AS " + ColOrd,
+var identityColumns = []string{"v.ord AS " + ColOrd,
 	"v.public_id AS variable_id", "v.label AS variable_label", "v.name AS variable_name", "v.created_at AS variable_created_at",
 	"v.device_public_id AS device_id", "v.device_label", "v.device_name", "v.device_created_at"}
 
@@ -161,17 +165,6 @@ func distinctAggregations(requested []string) ([]string, error) {
 		}
 	}
 	return aggs, nil
-}
-
-// summarizable tells whether no requested aggregation needs every value (the
-// percentiles do): the others come from per-minute rollups and index probes.
-func summarizable(aggs []string) bool {
-	for _, a := range aggs {
-		if percentiles[a] != "" {
-			return false
-		}
-	}
-	return true
 }
 
 // spreadJoin is the sample standard deviation of the range's summary rows, merged by
@@ -211,6 +204,7 @@ func summaryScan(b sq.SelectBuilder, aggs []string, c cover) (sq.SelectBuilder, 
 			b, out = spreadJoin(b, c), append(out, "sd.std_value")
 			continue
 		}
+		// percentiles: see percentileCTE
 		for _, col := range summaryAggColumns[a] {
 			exprs = append(exprs, col)
 			out = append(out, "s."+col[strings.LastIndex(col, " ")+1:])
@@ -235,33 +229,6 @@ var summaryAggColumns = map[string][]string{
 	AggCount: {},
 	AggSum:   {"sum(x.sum) AS sum_value"},
 	AggMean:  {"sum(x.sum) / sum(x.n) AS mean_value"},
-}
-
-// aggregateScan computes every requested aggregation in one pass over the range.
-func aggregateScan(b sq.SelectBuilder, aggs []string, start, end time.Time) (sq.SelectBuilder, []string) {
-	exprs := []string{"count(*) AS " + ColN}
-	out := []string{"s.n > 0 AS " + ColHasData, "s." + ColN}
-	var fractions, pctCols []string
-	for _, a := range aggs {
-		if f, ok := percentiles[a]; ok {
-			fractions = append(fractions, f)
-			pctCols = append(pctCols, fmt.Sprintf("s.pct[%d] AS %s_value", len(fractions), a))
-			continue
-		}
-		for _, c := range aggColumns[a] {
-			exprs = append(exprs, c)
-			out = append(out, "s."+c[strings.LastIndex(c, " ")+1:])
-		}
-	}
-	if len(fractions) > 0 {
-		// one ordered-set aggregate: a single sort answers every requested fraction
-		exprs = append(exprs, "percentile_cont(ARRAY["+strings.Join(fractions, ", ")+"]::float8[]) WITHIN GROUP (ORDER BY x.value) AS pct")
-		out = append(out, pctCols...)
-	}
-	return b.JoinClause(sq.Expr("LEFT JOIN LATERAL (\n    SELECT "+strings.Join(exprs, ",\n           ")+`
-    FROM "values" x
-    WHERE x.variable_id = v.id AND x.ts BETWEEN ? AND ?
-) s ON true`, start, end)), out
 }
 
 // refArrays turns the references into four parallel text arrays (an empty string

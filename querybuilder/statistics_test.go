@@ -90,7 +90,7 @@ func TestStatisticsDuplicateAggregationsCompileOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Count(q.SQL, "sum(x.value)") != 1 || strings.Count(q.SQL, "0.5") != 1 {
+	if strings.Count(q.SQL, "sum(x.sum)") != 1 || strings.Count(q.SQL, "0.5") != 1 {
 		t.Fatalf("duplicates compiled twice:\n%s", q.SQL)
 	}
 }
@@ -149,30 +149,33 @@ func TestStatisticsInjection(t *testing.T) {
 	}
 }
 
-// TestStatisticsReadsTiersUnlessPercentiles: without percentiles the statement reads
-// every rollup tier (std too, from their spreads); a percentile needs every value, so
-// then the tiers are not read at all.
-func TestStatisticsReadsTiersUnlessPercentiles(t *testing.T) {
+// TestStatisticsReadsTiersAndRawOnlyForPercentiles: every aggregation but the
+// percentiles comes from the rollup tiers (std too, from their spreads); a percentile
+// needs every value, read by one GROUP BY over the raw values of all the variables.
+func TestStatisticsReadsTiersAndRawOnlyForPercentiles(t *testing.T) {
 	for _, tc := range []struct {
 		aggs    []string
-		minutes bool
+		grouped bool
 	}{
-		{[]string{AggCount}, true},
-		{[]string{AggSum, AggMean}, true},
-		{[]string{AggCount, AggMin}, true},
-		{[]string{AggFirst, AggMax, AggMean, AggLast}, true},
-		{[]string{AggCount, AggStd}, true},
-		{[]string{AggMin, AggP50}, false},
-		{Aggregations, false},
+		{[]string{AggCount}, false},
+		{[]string{AggSum, AggMean}, false},
+		{[]string{AggCount, AggMin}, false},
+		{[]string{AggFirst, AggMax, AggMean, AggLast}, false},
+		{[]string{AggCount, AggStd}, false},
+		{[]string{AggMin, AggP50}, true},
+		{Aggregations, true},
 	} {
 		q, err := Statistics(statsRequest(tc.aggs))
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, tier := range tiers.All {
-			if got := strings.Contains(q.SQL, tier.Table); got != tc.minutes {
-				t.Errorf("%v: reads %s = %v, want %v", tc.aggs, tier.Table, got, tc.minutes)
+			if !strings.Contains(q.SQL, tier.Table) {
+				t.Errorf("%v: does not read %s", tc.aggs, tier.Table)
 			}
+		}
+		if got := strings.Contains(q.SQL, "GROUP BY x.variable_id"); got != tc.grouped {
+			t.Errorf("%v: raw GROUP BY = %v, want %v", tc.aggs, got, tc.grouped)
 		}
 		if _, err := q.Inline(); err != nil {
 			t.Errorf("%v: %v", tc.aggs, err)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -110,9 +109,6 @@ func TestTiersProperty(t *testing.T) {
 		})
 	}
 	t.Run("random", func(t *testing.T) { tiersRandom(t, c, vars) })
-	if stdWithPercentilesBug {
-		t.Logf("stdWithPercentilesBug: %d answers showed it (none: it is fixed, set it to false)", stdWithPercentilesSeen)
-	}
 }
 
 // tiersRandom sends seeded random E7, E8 and E9 requests and compares each answer with
@@ -434,32 +430,13 @@ func within(want, got any, tol float64) bool {
 	return math.Abs(wf-gf) <= tol*math.Max(math.Abs(wf), math.Abs(gf))
 }
 
-// stdWithPercentilesBug: today, E7 computes std with stddev_samp over the raw values
-// when a percentile is requested too (the summaries' Chan et al. merge serves std only
-// without percentiles), and stddev_samp's one-pass update loses digits on values like
-// 1e6 ± 0.01: two values 999999.9909155569 and 999999.991885671 give
-// 0.0006859742038292154 instead of numpy's 0.0006859742861472839 (1.2e-7 relative).
-// While this is true, such a std is held to 1e-6 relative and logged, not failed; set
-// it to false once std is exact on every plan (issue 17 asks 1e-9).
-const stdWithPercentilesBug = true
-
-// stdWithPercentilesSeen counts the answers that showed it in this run.
-var stdWithPercentilesSeen int
-
-// checkStatistics fails t unless got equals want (sameStatistics, 1e-9 relative),
-// except for the known deviation stdWithPercentilesBug, which it logs.
+// checkStatistics fails t unless got equals want (sameStatistics, 1e-9 relative: std
+// too, with or without percentiles, for values like 1e6 ± 0.01).
 func checkStatistics(t *testing.T, what string, want, got any, aggs []string) {
 	t.Helper()
-	err := sameStatistics(want, got, aggs, 1e-9)
-	if err == nil {
-		return
+	if err := sameStatistics(want, got, aggs, 1e-9); err != nil {
+		t.Errorf("%s: %v\n got %s", what, err, mustJSON(t, got))
 	}
-	if stdWithPercentilesBug && slices.Contains(aggs, "p50") && sameStatistics(want, got, aggs, 1e-6) == nil {
-		t.Logf("known bug (stdWithPercentilesBug), %s: %v", what, err)
-		stdWithPercentilesSeen++
-		return
-	}
-	t.Errorf("%s: %v\n got %s", what, err, mustJSON(t, got))
 }
 
 func keys(m map[string]any) []string {

@@ -2,7 +2,34 @@ WITH req AS (
     SELECT *
     FROM unnest(?::text[], ?::text[], ?::text[], ?::text[]) WITH ORDINALITY
         AS r(variable_id, variable_label, device_id, device_label, ord)
-) SELECT r.ord AS ord,
+),
+res AS (
+    SELECT r.ord, v.*
+    FROM req r LEFT JOIN LATERAL (
+    SELECT v.id, v.public_id, v.label, v.name, v.created_at,
+           d.public_id AS device_public_id, d.label AS device_label, d.name AS device_name, d.created_at AS device_created_at
+    FROM variables v JOIN devices d ON d.id = v.device_id
+    WHERE v.account_id = ? AND v.public_id = r.variable_id
+      AND (r.device_id = '' OR d.public_id = r.device_id)
+      AND (r.device_label = '' OR d.label = r.device_label)
+    UNION ALL
+    SELECT v.id, v.public_id, v.label, v.name, v.created_at,
+           d.public_id, d.label, d.name, d.created_at
+    FROM devices d JOIN variables v ON v.device_id = d.id AND v.label = r.variable_label
+    WHERE d.account_id = ? AND r.variable_id = '' AND d.public_id = r.device_id
+    UNION ALL
+    SELECT v.id, v.public_id, v.label, v.name, v.created_at,
+           d.public_id, d.label, d.name, d.created_at
+    FROM devices d JOIN variables v ON v.device_id = d.id AND v.label = r.variable_label
+    WHERE d.account_id = ? AND r.variable_id = '' AND d.label = r.device_label
+) v ON true
+),
+pct AS (
+    SELECT x.variable_id, percentile_cont(ARRAY[0.25, 0.5, 0.75]::float8[]) WITHIN GROUP (ORDER BY x.value) AS pct
+    FROM "values" x
+    WHERE x.variable_id = ANY (ARRAY(SELECT id FROM res WHERE id IS NOT NULL)) AND x.ts BETWEEN ? AND ?
+    GROUP BY x.variable_id
+) SELECT v.ord AS ord,
        v.public_id AS variable_id,
        v.label AS variable_label,
        v.name AS variable_name,
@@ -23,40 +50,87 @@ WITH req AS (
        s.max_ts,
        s.sum_value,
        s.mean_value,
-       s.std_value,
-       s.pct[1] AS p25_value,
-       s.pct[2] AS p50_value,
-       s.pct[3] AS p75_value FROM req r LEFT JOIN LATERAL (
-    SELECT v.id, v.public_id, v.label, v.name, v.created_at,
-           d.public_id AS device_public_id, d.label AS device_label, d.name AS device_name, d.created_at AS device_created_at
-    FROM variables v JOIN devices d ON d.id = v.device_id
-    WHERE v.account_id = ? AND v.public_id = r.variable_id
-      AND (r.device_id = '' OR d.public_id = r.device_id)
-      AND (r.device_label = '' OR d.label = r.device_label)
-    UNION ALL
-    SELECT v.id, v.public_id, v.label, v.name, v.created_at,
-           d.public_id, d.label, d.name, d.created_at
-    FROM devices d JOIN variables v ON v.device_id = d.id AND v.label = r.variable_label
-    WHERE d.account_id = ? AND r.variable_id = '' AND d.public_id = r.device_id
-    UNION ALL
-    SELECT v.id, v.public_id, v.label, v.name, v.created_at,
-           d.public_id, d.label, d.name, d.created_at
-    FROM devices d JOIN variables v ON v.device_id = d.id AND v.label = r.variable_label
-    WHERE d.account_id = ? AND r.variable_id = '' AND d.label = r.device_label
-) v ON true LEFT JOIN LATERAL (
-    SELECT count(*) AS n,
-           first(x.value, x.ts) AS first_value,
-           min(x.ts) AS first_ts,
-           last(x.value, x.ts) AS last_value,
-           max(x.ts) AS last_ts,
-           min(x.value) AS min_value,
-           first(x.ts, ROW(x.value, x.ts)) AS min_ts,
-           max(x.value) AS max_value,
-           first(x.ts, ROW(-x.value, x.ts)) AS max_ts,
-           sum(x.value) AS sum_value,
-           avg(x.value) AS mean_value,
-           stddev_samp(x.value) AS std_value,
-           percentile_cont(ARRAY[0.25, 0.5, 0.75]::float8[]) WITHIN GROUP (ORDER BY x.value) AS pct
+       sd.std_value,
+       p.pct[1] AS p25_value,
+       p.pct[2] AS p50_value,
+       p.pct[3] AS p75_value FROM res v LEFT JOIN LATERAL (
+    SELECT CASE WHEN count(*) = count(z.m2)
+        THEN sqrt((sum(z.m2) + sum(z.n * power(z.a - z.abar, 2))) / nullif(sum(z.n) - 1, 0)) END AS std_value
+    FROM (
+        SELECT y.n, y.m2, y.a, sum(y.n * y.a) OVER () / sum(y.n) FILTER (WHERE y.m2 IS NOT NULL) OVER () AS abar
+        FROM (
+            SELECT w.n, w.m2,
+                   CASE WHEN w.m2 IS NOT NULL THEN (w.min - min(w.min) FILTER (WHERE w.m2 IS NOT NULL) OVER ()) + w.ks / w.n END AS a
+            FROM (
+    SELECT x.ts AS ts, 1 AS n, x.value AS sum, x.value AS min, x.value AS max, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS ks, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS m2, x.ts AS first_ts, x.value AS first_value, x.ts AS last_ts, x.value AS last_value, x.ts AS min_ts, x.ts AS max_ts
     FROM "values" x
-    WHERE x.variable_id = v.id AND x.ts BETWEEN ? AND ?
-) s ON true ORDER BY r.ord
+    WHERE x.variable_id = v.id AND x.ts >= ? AND x.ts < ?
+    UNION ALL
+    SELECT x.ts AS ts, 1 AS n, x.value AS sum, x.value AS min, x.value AS max, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS ks, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS m2, x.ts AS first_ts, x.value AS first_value, x.ts AS last_ts, x.value AS last_value, x.ts AS min_ts, x.ts AS max_ts
+    FROM "values" x
+    WHERE x.variable_id = v.id AND x.ts >= ? AND x.ts <= ?
+    UNION ALL
+    SELECT m.tile AS ts, m.n, m.sum, m.min, m.max, m.ks, m.m2, m.first_ts, m.first_value, m.last_ts, m.last_value, m.min_ts, m.max_ts
+    FROM value_minutes m
+    WHERE m.variable_id = v.id AND m.tile >= ? AND m.tile < ?
+    UNION ALL
+    SELECT m.tile AS ts, m.n, m.sum, m.min, m.max, m.ks, m.m2, m.first_ts, m.first_value, m.last_ts, m.last_value, m.min_ts, m.max_ts
+    FROM value_minutes m
+    WHERE m.variable_id = v.id AND m.tile >= ? AND m.tile < ?
+    UNION ALL
+    SELECT m.tile AS ts, m.n, m.sum, m.min, m.max, m.ks, m.m2, m.first_ts, m.first_value, m.last_ts, m.last_value, m.min_ts, m.max_ts
+    FROM value_quarters m
+    WHERE m.variable_id = v.id AND m.tile >= ? AND m.tile < ?
+    UNION ALL
+    SELECT m.tile AS ts, m.n, m.sum, m.min, m.max, m.ks, m.m2, m.first_ts, m.first_value, m.last_ts, m.last_value, m.min_ts, m.max_ts
+    FROM value_quarters m
+    WHERE m.variable_id = v.id AND m.tile >= ? AND m.tile < ?
+    UNION ALL
+    SELECT m.tile AS ts, m.n, m.sum, m.min, m.max, m.ks, m.m2, m.first_ts, m.first_value, m.last_ts, m.last_value, m.min_ts, m.max_ts
+    FROM value_days m
+    WHERE m.variable_id = v.id AND m.tile >= ? AND m.tile < ?
+            ) w
+        ) y
+    ) z
+) sd ON true LEFT JOIN LATERAL (
+    SELECT coalesce(sum(x.n), 0) AS n,
+           first(x.first_value, x.first_ts) AS first_value,
+           min(x.first_ts) AS first_ts,
+           last(x.last_value, x.last_ts) AS last_value,
+           max(x.last_ts) AS last_ts,
+           min(x.min) AS min_value,
+           first(x.min_ts, ROW(x.min, x.min_ts)) AS min_ts,
+           max(x.max) AS max_value,
+           first(x.max_ts, ROW(-x.max, x.max_ts)) AS max_ts,
+           sum(x.sum) AS sum_value,
+           sum(x.sum) / sum(x.n) AS mean_value
+    FROM (
+    SELECT x.ts AS ts, 1 AS n, x.value AS sum, x.value AS min, x.value AS max, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS ks, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS m2, x.ts AS first_ts, x.value AS first_value, x.ts AS last_ts, x.value AS last_value, x.ts AS min_ts, x.ts AS max_ts
+    FROM "values" x
+    WHERE x.variable_id = v.id AND x.ts >= ? AND x.ts < ?
+    UNION ALL
+    SELECT x.ts AS ts, 1 AS n, x.value AS sum, x.value AS min, x.value AS max, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS ks, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS m2, x.ts AS first_ts, x.value AS first_value, x.ts AS last_ts, x.value AS last_value, x.ts AS min_ts, x.ts AS max_ts
+    FROM "values" x
+    WHERE x.variable_id = v.id AND x.ts >= ? AND x.ts <= ?
+    UNION ALL
+    SELECT m.tile AS ts, m.n, m.sum, m.min, m.max, m.ks, m.m2, m.first_ts, m.first_value, m.last_ts, m.last_value, m.min_ts, m.max_ts
+    FROM value_minutes m
+    WHERE m.variable_id = v.id AND m.tile >= ? AND m.tile < ?
+    UNION ALL
+    SELECT m.tile AS ts, m.n, m.sum, m.min, m.max, m.ks, m.m2, m.first_ts, m.first_value, m.last_ts, m.last_value, m.min_ts, m.max_ts
+    FROM value_minutes m
+    WHERE m.variable_id = v.id AND m.tile >= ? AND m.tile < ?
+    UNION ALL
+    SELECT m.tile AS ts, m.n, m.sum, m.min, m.max, m.ks, m.m2, m.first_ts, m.first_value, m.last_ts, m.last_value, m.min_ts, m.max_ts
+    FROM value_quarters m
+    WHERE m.variable_id = v.id AND m.tile >= ? AND m.tile < ?
+    UNION ALL
+    SELECT m.tile AS ts, m.n, m.sum, m.min, m.max, m.ks, m.m2, m.first_ts, m.first_value, m.last_ts, m.last_value, m.min_ts, m.max_ts
+    FROM value_quarters m
+    WHERE m.variable_id = v.id AND m.tile >= ? AND m.tile < ?
+    UNION ALL
+    SELECT m.tile AS ts, m.n, m.sum, m.min, m.max, m.ks, m.m2, m.first_ts, m.first_value, m.last_ts, m.last_value, m.min_ts, m.max_ts
+    FROM value_days m
+    WHERE m.variable_id = v.id AND m.tile >= ? AND m.tile < ?
+    ) x
+) s ON true LEFT JOIN pct p ON p.variable_id = v.id ORDER BY v.ord

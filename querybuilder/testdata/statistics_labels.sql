@@ -2,22 +2,10 @@ WITH req AS (
     SELECT *
     FROM unnest(?::text[], ?::text[], ?::text[], ?::text[]) WITH ORDINALITY
         AS r(variable_id, variable_label, device_id, device_label, ord)
-) SELECT r.ord AS ord,
-       v.public_id AS variable_id,
-       v.label AS variable_label,
-       v.name AS variable_name,
-       v.created_at AS variable_created_at,
-       v.device_public_id AS device_id,
-       v.device_label,
-       v.device_name,
-       v.device_created_at,
-       s.n > 0 AS has_data,
-       s.n,
-       s.min_value,
-       s.min_ts,
-       s.max_value,
-       s.max_ts,
-       s.mean_value FROM req r LEFT JOIN LATERAL (
+),
+res AS (
+    SELECT r.ord, v.*
+    FROM req r LEFT JOIN LATERAL (
     SELECT v.id, v.public_id, v.label, v.name, v.created_at,
            d.public_id AS device_public_id, d.label AS device_label, d.name AS device_name, d.created_at AS device_created_at
     FROM variables v JOIN devices d ON d.id = v.device_id
@@ -34,7 +22,23 @@ WITH req AS (
            d.public_id, d.label, d.name, d.created_at
     FROM devices d JOIN variables v ON v.device_id = d.id AND v.label = r.variable_label
     WHERE d.account_id = ? AND r.variable_id = '' AND d.label = r.device_label
-) v ON true LEFT JOIN LATERAL (
+) v ON true
+) SELECT v.ord AS ord,
+       v.public_id AS variable_id,
+       v.label AS variable_label,
+       v.name AS variable_name,
+       v.created_at AS variable_created_at,
+       v.device_public_id AS device_id,
+       v.device_label,
+       v.device_name,
+       v.device_created_at,
+       s.n > 0 AS has_data,
+       s.n,
+       s.min_value,
+       s.min_ts,
+       s.max_value,
+       s.max_ts,
+       s.mean_value FROM res v LEFT JOIN LATERAL (
     SELECT coalesce(sum(x.n), 0) AS n,
            min(x.min) AS min_value,
            first(x.min_ts, ROW(x.min, x.min_ts)) AS min_ts,
@@ -70,4 +74,4 @@ WITH req AS (
     FROM value_days m
     WHERE m.variable_id = v.id AND m.tile >= ? AND m.tile < ?
     ) x
-) s ON true ORDER BY r.ord
+) s ON true ORDER BY v.ord

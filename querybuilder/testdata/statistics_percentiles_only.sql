@@ -2,19 +2,10 @@ WITH req AS (
     SELECT *
     FROM unnest(?::text[], ?::text[], ?::text[], ?::text[]) WITH ORDINALITY
         AS r(variable_id, variable_label, device_id, device_label, ord)
-) SELECT r.ord AS ord,
-       v.public_id AS variable_id,
-       v.label AS variable_label,
-       v.name AS variable_name,
-       v.created_at AS variable_created_at,
-       v.device_public_id AS device_id,
-       v.device_label,
-       v.device_name,
-       v.device_created_at,
-       s.n > 0 AS has_data,
-       s.n,
-       s.pct[1] AS p75_value,
-       s.pct[2] AS p25_value FROM req r LEFT JOIN LATERAL (
+),
+res AS (
+    SELECT r.ord, v.*
+    FROM req r LEFT JOIN LATERAL (
     SELECT v.id, v.public_id, v.label, v.name, v.created_at,
            d.public_id AS device_public_id, d.label AS device_label, d.name AS device_name, d.created_at AS device_created_at
     FROM variables v JOIN devices d ON d.id = v.device_id
@@ -31,9 +22,54 @@ WITH req AS (
            d.public_id, d.label, d.name, d.created_at
     FROM devices d JOIN variables v ON v.device_id = d.id AND v.label = r.variable_label
     WHERE d.account_id = ? AND r.variable_id = '' AND d.label = r.device_label
-) v ON true LEFT JOIN LATERAL (
-    SELECT count(*) AS n,
-           percentile_cont(ARRAY[0.75, 0.25]::float8[]) WITHIN GROUP (ORDER BY x.value) AS pct
+) v ON true
+),
+pct AS (
+    SELECT x.variable_id, percentile_cont(ARRAY[0.75, 0.25]::float8[]) WITHIN GROUP (ORDER BY x.value) AS pct
     FROM "values" x
-    WHERE x.variable_id = v.id AND x.ts BETWEEN ? AND ?
-) s ON true ORDER BY r.ord
+    WHERE x.variable_id = ANY (ARRAY(SELECT id FROM res WHERE id IS NOT NULL)) AND x.ts BETWEEN ? AND ?
+    GROUP BY x.variable_id
+) SELECT v.ord AS ord,
+       v.public_id AS variable_id,
+       v.label AS variable_label,
+       v.name AS variable_name,
+       v.created_at AS variable_created_at,
+       v.device_public_id AS device_id,
+       v.device_label,
+       v.device_name,
+       v.device_created_at,
+       s.n > 0 AS has_data,
+       s.n,
+       p.pct[1] AS p75_value,
+       p.pct[2] AS p25_value FROM res v LEFT JOIN LATERAL (
+    SELECT coalesce(sum(x.n), 0) AS n
+    FROM (
+    SELECT x.ts AS ts, 1 AS n, x.value AS sum, x.value AS min, x.value AS max, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS ks, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS m2, x.ts AS first_ts, x.value AS first_value, x.ts AS last_ts, x.value AS last_value, x.ts AS min_ts, x.ts AS max_ts
+    FROM "values" x
+    WHERE x.variable_id = v.id AND x.ts >= ? AND x.ts < ?
+    UNION ALL
+    SELECT x.ts AS ts, 1 AS n, x.value AS sum, x.value AS min, x.value AS max, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS ks, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS m2, x.ts AS first_ts, x.value AS first_value, x.ts AS last_ts, x.value AS last_value, x.ts AS min_ts, x.ts AS max_ts
+    FROM "values" x
+    WHERE x.variable_id = v.id AND x.ts >= ? AND x.ts <= ?
+    UNION ALL
+    SELECT m.tile AS ts, m.n, m.sum, m.min, m.max, m.ks, m.m2, m.first_ts, m.first_value, m.last_ts, m.last_value, m.min_ts, m.max_ts
+    FROM value_minutes m
+    WHERE m.variable_id = v.id AND m.tile >= ? AND m.tile < ?
+    UNION ALL
+    SELECT m.tile AS ts, m.n, m.sum, m.min, m.max, m.ks, m.m2, m.first_ts, m.first_value, m.last_ts, m.last_value, m.min_ts, m.max_ts
+    FROM value_minutes m
+    WHERE m.variable_id = v.id AND m.tile >= ? AND m.tile < ?
+    UNION ALL
+    SELECT m.tile AS ts, m.n, m.sum, m.min, m.max, m.ks, m.m2, m.first_ts, m.first_value, m.last_ts, m.last_value, m.min_ts, m.max_ts
+    FROM value_quarters m
+    WHERE m.variable_id = v.id AND m.tile >= ? AND m.tile < ?
+    UNION ALL
+    SELECT m.tile AS ts, m.n, m.sum, m.min, m.max, m.ks, m.m2, m.first_ts, m.first_value, m.last_ts, m.last_value, m.min_ts, m.max_ts
+    FROM value_quarters m
+    WHERE m.variable_id = v.id AND m.tile >= ? AND m.tile < ?
+    UNION ALL
+    SELECT m.tile AS ts, m.n, m.sum, m.min, m.max, m.ks, m.m2, m.first_ts, m.first_value, m.last_ts, m.last_value, m.min_ts, m.max_ts
+    FROM value_days m
+    WHERE m.variable_id = v.id AND m.tile >= ? AND m.tile < ?
+    ) x
+) s ON true LEFT JOIN pct p ON p.variable_id = v.id ORDER BY v.ord
