@@ -310,8 +310,11 @@ func checkTierCase(ctx context.Context, h *benchharness.Harness, c tierCase, nai
 	}
 	body, err := io.ReadAll(resp.Body)
 	_ = resp.Body.Close()
-	if err != nil || resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("HTTP %d %.300s: %v", resp.StatusCode, body, err)
+	if err != nil {
+		return fmt.Errorf("read the answer: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("HTTP %d %.300s", resp.StatusCode, body)
 	}
 	got, err := c.answer(body)
 	if err != nil {
