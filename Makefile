@@ -8,7 +8,7 @@ export PATH := $(PATH):/usr/local/go/bin
 GO ?= go
 BIN := bin/sensorapi
 
-.PHONY: run reset build test test-tools console-deps prepare vet lint bench bench-fleet bench-mqtt fuzz fuzz-short loadtest image clean
+.PHONY: run reset build test test-tools console-deps prepare vet lint bench bench-tiers bench-fleet bench-mqtt fuzz fuzz-short loadtest image clean
 
 ## run: build and serve on :8080 (starts TimescaleDB itself without DATABASE_URL: the
 ## container $(DATA_VOLUME), stopped on exit and started again next time, with its data
@@ -54,9 +54,16 @@ test-tools:
 test: prepare test-tools vet
 	$(GO) test -count=1 -timeout 20m ./...
 
-## bench: ingestion, statistics and resample through the real server, next to their floors
+## bench: ingestion, statistics and resample through the real server, next to their floors,
+## and the tiers workload (bench-tiers)
 bench: prepare
 	$(GO) run ./cmd/sensorbench
+
+## bench-tiers: issue 17's analytics cases over a week of 100 variables and a year of one
+## at 10 s (written with sensorapi load), next to hand-written SQL over the raw values,
+## and the rollup tiers' size on disk per raw point
+bench-tiers: prepare
+	$(GO) run ./cmd/sensorbench -only tiers
 
 ## bench-fleet: thousands of devices sending one small message each, through HTTP,
 ## next to one transaction per message over plain pgx connections (the floor)

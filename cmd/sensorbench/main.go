@@ -1,7 +1,9 @@
 // Command sensorbench is `make bench`: it starts TimescaleDB (or uses DATABASE_URL),
 // runs the real `sensorapi serve` binary as a separate process, and measures each
 // workload through HTTP next to its floor — the same SQL path run directly in the same
-// run — while sampling the server's resident memory.
+// run — while sampling the server's resident memory. The tiers workload (issue 17)
+// measures analytics over a week of 100 variables and a year of one, written with
+// `sensorapi load`, next to the SQL an operator would write by hand over raw values.
 package main
 
 import (
@@ -20,17 +22,18 @@ func main() {
 	points := flag.Int("ingest-dots", 1_000_000, "dots written by the ingestion benchmark (per side)")
 	year := flag.Int("series-points", 10_512_000, "points of the analytics series (a year at 3 s)")
 	fleet := flag.Duration("fleet-duration", 20*time.Second, "how long each side of the fleet benchmark runs")
-	only := flag.String("only", "", "run one workload: ingest, fleet, mqtt or analytics (default: all)")
+	tiersScale := flag.Float64("tiers-scale", 1, "fraction of the tiers workload's week and year to load (for a quick trial)")
+	only := flag.String("only", "", "run one workload: ingest, fleet, mqtt, analytics or tiers (default: all)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *only, *points, *year, *fleet); err != nil {
+	if err := run(ctx, *only, *points, *year, *fleet, *tiersScale); err != nil {
 		fmt.Fprintln(os.Stderr, "sensorbench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, only string, ingestDots, seriesPoints int, fleet time.Duration) error {
+func run(ctx context.Context, only string, ingestDots, seriesPoints int, fleet time.Duration, tiersScale float64) error {
 	h, err := benchharness.Start(ctx)
 	if err != nil {
 		return err
@@ -47,10 +50,15 @@ func run(ctx context.Context, only string, ingestDots, seriesPoints int, fleet t
 			return err
 		}
 	}
-	if only != "" && only != "analytics" {
-		return nil
+	if only == "" || only == "analytics" {
+		if err := benchAnalytics(ctx, h, seriesPoints); err != nil {
+			return err
+		}
 	}
-	return benchAnalytics(ctx, h, seriesPoints)
+	if only == "" || only == "tiers" {
+		return benchTiers(ctx, h, tiersScale)
+	}
+	return nil
 }
 
 // benchAnalytics loads the year-long series and measures statistics and resample.

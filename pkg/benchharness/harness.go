@@ -24,6 +24,8 @@ import (
 // Harness is a database, a direct handle on it (for the floors) and a running server.
 type Harness struct {
 	DB      *store.DB
+	DSN     string // the database's URL, for other processes (e.g. `sensorapi load`)
+	Bin     string // the sensorapi binary the server runs
 	URL     string // http://127.0.0.1:PORT
 	MQTT    string // 127.0.0.1:PORT of the broker
 	Token   string // the admin account's
@@ -45,6 +47,7 @@ func Start(ctx context.Context) (*Harness, error) {
 		h.cleanup = append(h.cleanup, func() { _ = tsdb.Terminate(context.Background()) })
 		dsn, h.Image = tsdb.DSN, tsdb.Image
 	}
+	h.DSN = dsn
 	var err error
 	if h.DB, err = store.Open(ctx, dsn, 0); err != nil {
 		h.Close()
@@ -75,6 +78,7 @@ func (h *Harness) startServer(ctx context.Context, dsn string) error {
 	}
 	h.cleanup = append(h.cleanup, func() { _ = os.RemoveAll(dir) })
 	bin := filepath.Join(dir, "sensorapi")
+	h.Bin = bin
 	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/sensorapi").CombinedOutput(); err != nil {
 		return fmt.Errorf("build server: %w: %s", err, out)
 	}
