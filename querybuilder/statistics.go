@@ -119,7 +119,7 @@ func Statistics(r StatisticsRequest) (Query, error) {
 	prefix := []any{sq.Expr(reqCTE, refArrays(r.Variables)...),
 		sq.Expr(",\nres AS (\n    SELECT r.ord, v.*\n    FROM req r "+resolveJoin+"\n)", r.AccountID, r.AccountID, r.AccountID)}
 	if len(fractions) > 0 {
-		prefix = append(prefix, percentileCTE(fractions, start, end))
+		prefix = append(prefix, percentileCTE(fractions, r, start, end))
 		notes = append(notes, `raw "values" for the percentiles, one GROUP BY over all the variables`)
 	}
 	b := psql.Select().PrefixExpr(sq.ConcatExpr(prefix...)).From("res v")
@@ -136,15 +136,22 @@ func Statistics(r StatisticsRequest) (Query, error) {
 }
 
 // percentileCTE is pct: the requested fractions of every resolved variable's values in
-// [start, end], by one ordered-set aggregate (one sort answers every fraction).
-func percentileCTE(fractions []string, start, end time.Time) sq.Sqlizer {
-	return sq.Expr(`,
+// [start, end], by one ordered-set aggregate (one sort answers every fraction). It
+// resolves the references again rather than reading res: a CTE scan is parallel
+// restricted, and this GROUP BY over millions of rows is the part of the statement
+// where parallel workers can pay.
+func percentileCTE(fractions []string, r StatisticsRequest, start, end time.Time) sq.Sqlizer {
+	return sq.ConcatExpr(sq.Expr(`,
 pct AS (
     SELECT x.variable_id, percentile_cont(ARRAY[`+strings.Join(fractions, ", ")+`]::float8[]) WITHIN GROUP (ORDER BY x.value) AS pct
     FROM "values" x
-    WHERE x.variable_id = ANY (ARRAY(SELECT id FROM res WHERE id IS NOT NULL)) AND x.ts BETWEEN ? AND ?
+    WHERE x.variable_id IN (
+        SELECT v.id
+        FROM unnest(?::text[], ?::text[], ?::text[], ?::text[]) AS r(variable_id, variable_label, device_id, device_label)
+        `, refArrays(r.Variables)...), sq.Expr(resolveJoin+`
+    ) AND x.ts BETWEEN ? AND ?
     GROUP BY x.variable_id
-)`, start, end)
+)`, r.AccountID, r.AccountID, r.AccountID, start, end))
 }
 
 // identityColumns name the entry and what its reference resolved to (NULLs: not found).

@@ -27,7 +27,28 @@ res AS (
 pct AS (
     SELECT x.variable_id, percentile_cont(ARRAY[0.25, 0.5, 0.75]::float8[]) WITHIN GROUP (ORDER BY x.value) AS pct
     FROM "values" x
-    WHERE x.variable_id = ANY (ARRAY(SELECT id FROM res WHERE id IS NOT NULL)) AND x.ts BETWEEN ? AND ?
+    WHERE x.variable_id IN (
+        SELECT v.id
+        FROM unnest(?::text[], ?::text[], ?::text[], ?::text[]) AS r(variable_id, variable_label, device_id, device_label)
+        LEFT JOIN LATERAL (
+    SELECT v.id, v.public_id, v.label, v.name, v.created_at,
+           d.public_id AS device_public_id, d.label AS device_label, d.name AS device_name, d.created_at AS device_created_at
+    FROM variables v JOIN devices d ON d.id = v.device_id
+    WHERE v.account_id = ? AND v.public_id = r.variable_id
+      AND (r.device_id = '' OR d.public_id = r.device_id)
+      AND (r.device_label = '' OR d.label = r.device_label)
+    UNION ALL
+    SELECT v.id, v.public_id, v.label, v.name, v.created_at,
+           d.public_id, d.label, d.name, d.created_at
+    FROM devices d JOIN variables v ON v.device_id = d.id AND v.label = r.variable_label
+    WHERE d.account_id = ? AND r.variable_id = '' AND d.public_id = r.device_id
+    UNION ALL
+    SELECT v.id, v.public_id, v.label, v.name, v.created_at,
+           d.public_id, d.label, d.name, d.created_at
+    FROM devices d JOIN variables v ON v.device_id = d.id AND v.label = r.variable_label
+    WHERE d.account_id = ? AND r.variable_id = '' AND d.label = r.device_label
+) v ON true
+    ) AND x.ts BETWEEN ? AND ?
     GROUP BY x.variable_id
 ) SELECT v.ord AS ord,
        v.public_id AS variable_id,
