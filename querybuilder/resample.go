@@ -56,6 +56,7 @@ type ResampleRequest struct {
 	Period      Period
 	Zone        string // IANA name
 	Start, End  *time.Time
+	RawHorizon  *time.Time // see StatisticsRequest
 }
 
 // AggregationRequest is a validated E9 request. Join aggregates all variables together.
@@ -65,6 +66,7 @@ type AggregationRequest struct {
 	Aggregation string
 	Join        bool
 	Start, End  *time.Time
+	RawHorizon  *time.Time // see StatisticsRequest
 }
 
 // Both statements return rows (ord, ts, value): ord is the 1-based position of the
@@ -135,17 +137,22 @@ func inRange(col string, start, end *time.Time) sq.Sqlizer {
 	return sq.Expr(col+` >= ? AND `+col+` <= ?`, *start, *end)
 }
 
-// earliest is the earliest point in range among the variables: one index probe per
-// variable (LIMIT 1 on (variable_id, ts)), so that finding the grid origin does not read
-// the points and pts stays a single-use CTE that PostgreSQL inlines into the
-// aggregation. Without a range, pts holds at most 100 rows a variable: read them.
-func earliest(start, end *time.Time) sq.Sqlizer {
-	if start == nil && end == nil {
+// earliest is the earliest point in range among the variables: per variable one index
+// probe of the raw values (LIMIT 1 on (variable_id, ts)) and one of the minute tier
+// over the cover's whole minutes (their first dots: the only trace of values that
+// retention removed), so that finding the grid origin does not read the points and
+// pts stays a single-use CTE that PostgreSQL inlines into the aggregation. Without a
+// range (c nil), pts holds at most 100 rows a variable: read them.
+func earliest(start, end *time.Time, c *cover) sq.Sqlizer {
+	if c == nil {
 		return sq.Expr(`SELECT min(ts) AS ts FROM pts`)
 	}
 	return sq.ConcatExpr(`SELECT min(f.ts) AS ts FROM vars CROSS JOIN LATERAL (
-    SELECT ts FROM "values" WHERE variable_id = vars.id AND `, inRange("ts", start, end), `
-    ORDER BY ts LIMIT 1) f`)
+    (SELECT ts FROM "values" WHERE variable_id = vars.id AND `, inRange("ts", start, end), `
+    ORDER BY ts LIMIT 1)
+    UNION ALL
+    `, sq.Expr(`(SELECT first_ts FROM `+tiers.Minutes.Table+` WHERE variable_id = vars.id AND tile >= ? AND tile < ?
+    ORDER BY tile LIMIT 1)) f`, c.start, c.hi[0]))
 }
 
 // grid says how one period kind buckets points: origin is the CTE the key needs (or
@@ -229,20 +236,21 @@ func Resample(r ResampleRequest) (Query, error) {
 	if r.Aggregation == "count" || r.Aggregation == "sum" {
 		fill = "coalesce(max(g.value), 0)"
 	}
-	g := gridFor(r.Period, r.Zone, earliest(r.Start, r.End))
+	pts, ctes, notes := sq.Sqlizer(lastPoints()), []any{}, []string{"raw values: the last 100 of each variable (no range)"}
+	var c *cover
+	if r.Start != nil || r.End != nil {
+		zp := planZone(r.Period, r.Zone, r.Start, r.End)
+		cv := newCover(r.Start, r.End, zp.usable, r.RawHorizon)
+		pts, ctes, c = rangePoints(cv, true, r.Start, r.End), []any{",\nzonecheck AS MATERIALIZED (\n  ", zoneCheck(r.Zone, zp), "\n)"}, &cv
+		notes = append(zp.notes(), cv.notes()...)
+	}
+	g := gridFor(r.Period, r.Zone, earliest(r.Start, r.End, c))
 	var origin any = "" // W and M need no origin
 	from := "pts"
 	if g.origin != nil {
 		// MATERIALIZED: inlined, the one-row min(ts) became the inner side of a nested
 		// loop and was recomputed for every point (quadratic, seconds for 10k points)
 		origin, from = sq.Expr(",\norigin AS MATERIALIZED (\n  ?\n)", g.origin), "pts, origin"
-	}
-	pts, ctes, notes := sq.Sqlizer(lastPoints()), []any{}, []string{"raw values: the last 100 of each variable (no range)"}
-	if r.Start != nil || r.End != nil {
-		zp := planZone(r.Period, r.Zone, r.Start, r.End)
-		c := newCover(r.Start, r.End, zp.usable)
-		pts, ctes = rangePoints(c, true, r.Start, r.End), []any{",\nzonecheck AS MATERIALIZED (\n  ", zoneCheck(r.Zone, zp), "\n)"}
-		notes = append(zp.notes(), c.notes()...)
 	}
 	stmt := sq.ConcatExpr(sources(r.AccountID, r.VariableIDs, pts, ctes...), origin, sq.Expr(`,
 buckets AS (
@@ -302,7 +310,7 @@ func Aggregation(r AggregationRequest) (Query, error) {
 	}
 	pts, notes := sq.Sqlizer(lastPoints()), []string{"raw values: the last 100 of each variable (no range)"}
 	if r.Start != nil || r.End != nil {
-		c := newCover(r.Start, r.End, len(tiers.All))
+		c := newCover(r.Start, r.End, len(tiers.All), r.RawHorizon)
 		pts, notes = rangePoints(c, false, r.Start, r.End), c.notes()
 	}
 	stmt := sq.ConcatExpr(sources(r.AccountID, r.VariableIDs, pts), `,

@@ -43,6 +43,9 @@ type StatisticsRequest struct {
 	Start, End   time.Time
 	Variables    []VariableRef
 	Aggregations []string
+	// RawHorizon, when retention removed the raw values before it (API.md §16): a
+	// range end before it is rounded outward to its minute, answered by the tiers.
+	RawHorizon *time.Time
 }
 
 // Result columns of the statistics statement, one row per requested variable in
@@ -107,7 +110,7 @@ func Statistics(r StatisticsRequest) (Query, error) {
 		return Query{}, err
 	}
 	start, end := r.Start.UTC(), r.End.UTC()
-	c := newCover(&start, &end, len(tiers.All))
+	c := newCover(&start, &end, len(tiers.All), r.RawHorizon)
 	notes := c.notes()
 	var fractions, pctCols []string
 	for _, a := range aggs {
@@ -136,21 +139,26 @@ func Statistics(r StatisticsRequest) (Query, error) {
 }
 
 // percentileCTE is pct: the requested fractions of every resolved variable's values in
-// [start, end], by one ordered-set aggregate (one sort answers every fraction). It
-// resolves the references again rather than reading res: a CTE scan is parallel
-// restricted, and this GROUP BY over millions of rows is the part of the statement
-// where parallel workers can pay.
+// [start, end], by one ordered-set aggregate (one sort answers every fraction) in one
+// GROUP BY over all the variables, a plan PostgreSQL may run with parallel workers. It
+// resolves the references again rather than reading res (a CTE scan is parallel
+// restricted), in key order: a nested loop of index range scans then hands the rows
+// over grouped, with no sort of all of them (an IN (...) semi-join hashed the keys and
+// sorted 6 million rows on disk: 2.5 s where this takes 1.8 s; docs/queries.md).
 func percentileCTE(fractions []string, r StatisticsRequest, start, end time.Time) sq.Sqlizer {
 	return sq.ConcatExpr(sq.Expr(`,
 pct AS (
-    SELECT x.variable_id, percentile_cont(ARRAY[`+strings.Join(fractions, ", ")+`]::float8[]) WITHIN GROUP (ORDER BY x.value) AS pct
-    FROM "values" x
-    WHERE x.variable_id IN (
-        SELECT v.id
+    SELECT ids.id AS variable_id,
+           percentile_cont(ARRAY[`+strings.Join(fractions, ", ")+`]::float8[]) WITHIN GROUP (ORDER BY x.value) AS pct
+    FROM (
+        SELECT DISTINCT v.id
         FROM unnest(?::text[], ?::text[], ?::text[], ?::text[]) AS r(variable_id, variable_label, device_id, device_label)
         `, refArrays(r.Variables)...), sq.Expr(resolveJoin+`
-    ) AND x.ts BETWEEN ? AND ?
-    GROUP BY x.variable_id
+        WHERE v.id IS NOT NULL
+        ORDER BY v.id
+    ) ids
+    JOIN "values" x ON x.variable_id = ids.id AND x.ts BETWEEN ? AND ?
+    GROUP BY ids.id
 )`, r.AccountID, r.AccountID, r.AccountID, start, end))
 }
 
@@ -174,28 +182,52 @@ func distinctAggregations(requested []string) ([]string, error) {
 	return aggs, nil
 }
 
-// spreadJoin is the sample standard deviation of the range's summary rows, merged by
-// Chan et al.'s parallel formula: M2 = Σ m2ᵢ + Σ nᵢ(aᵢ − ā)², each row's mean written as
+// spreadOf is the sample variance (var_value) of a set of summary rows, merged by Chan
+// et al.'s parallel formula: M2 = Σ m2ᵢ + Σ nᵢ(aᵢ − ā)², each row's mean written as
 // aᵢ = (minᵢ − min) + ksᵢ/nᵢ (small numbers however large the values: 1e6 ± 0.01 keeps
 // its digits, where a sum of squares would lose them all) and ā their weighted mean.
-// The windows give every row the range's min and ā; a second pass over the summary rows
-// (one a minute), not over the values. A row without a spread (a value beyond ±1e150,
-// whose square would overflow) makes std null instead of an error.
-func spreadJoin(b sq.SelectBuilder, c cover) sq.SelectBuilder {
-	return b.JoinClause(sq.ConcatExpr(`LEFT JOIN LATERAL (
-    SELECT CASE WHEN count(*) = count(z.m2)
-        THEN sqrt((sum(z.m2) + sum(z.n * power(z.a - z.abar, 2))) / nullif(sum(z.n) - 1, 0)) END AS std_value
+// The windows give every row the set's min and ā; a second pass over the summary rows
+// (a few hundred for a year), not over the values. A row without a spread (a value
+// beyond ±1e150, whose square would overflow) makes the variance null, not an error.
+func spreadOf(rows sq.Sqlizer) sq.Sqlizer {
+	return sq.ConcatExpr(`SELECT CASE WHEN count(*) = count(z.m2)
+        THEN (sum(z.m2) + sum(z.n * power(z.a - z.abar, 2))) / nullif(sum(z.n) - 1, 0) END AS var_value
     FROM (
         SELECT y.n, y.m2, y.a, sum(y.n * y.a) OVER () / sum(y.n) FILTER (WHERE y.m2 IS NOT NULL) OVER () AS abar
         FROM (
             SELECT w.n, w.m2,
                    CASE WHEN w.m2 IS NOT NULL THEN (w.min - min(w.min) FILTER (WHERE w.m2 IS NOT NULL) OVER ()) + w.ks / w.n END AS a
             FROM (
-    `, summaries("v.id", c), `
+    `, rows, `
             ) w
         ) y
-    ) z
-) sd ON true`))
+    ) z`)
+}
+
+// spreadJoin joins the sample variance of each variable's range (spreadOf) as sd.
+func spreadJoin(b sq.SelectBuilder, c cover) sq.SelectBuilder {
+	return b.JoinClause(sq.ConcatExpr("LEFT JOIN LATERAL (\n    ", spreadOf(summaries("v.id", c)), "\n) sd ON true"))
+}
+
+// VariableStatistic compiles one aggregate of the v1.6 statistics route (mean,
+// variance, min, max, sum, count) over one variable's values in [start, end], from
+// the same summary rows as E7: count and sum are 0, the others null, without data.
+func VariableStatistic(key int64, agg string, start, end time.Time, horizon *time.Time) (Query, error) {
+	start, end = start.UTC(), end.UTC()
+	c := newCover(&start, &end, len(tiers.All), horizon)
+	rows := summaries("k.id", c)
+	expr, ok := map[string]string{"mean": "sum(x.sum) / sum(x.n)", "min": "min(x.min)", "max": "max(x.max)",
+		"sum": "coalesce(sum(x.sum), 0)", "count": "coalesce(sum(x.n), 0)::float8"}[agg]
+	var stmt sq.Sqlizer
+	switch {
+	case agg == "variance":
+		stmt = sq.ConcatExpr(sq.Expr("WITH k AS (SELECT ?::bigint AS id)\nSELECT s.var_value FROM k, LATERAL (\n    ", key), spreadOf(rows), "\n) s")
+	case ok:
+		stmt = sq.ConcatExpr(sq.Expr("WITH k AS (SELECT ?::bigint AS id)\nSELECT "+expr+" FROM k, LATERAL (\n    ", key), rows, "\n) x")
+	default:
+		return Query{}, fmt.Errorf("statistic: unknown aggregate %q", agg)
+	}
+	return build(stmt, c.notes())
 }
 
 // summaryScan answers from the range's summary rows (tiers.go): count, sum and mean add
@@ -208,7 +240,7 @@ func summaryScan(b sq.SelectBuilder, aggs []string, c cover) (sq.SelectBuilder, 
 	out := []string{"s.n > 0 AS " + ColHasData, "s." + ColN}
 	for _, a := range aggs {
 		if a == AggStd {
-			b, out = spreadJoin(b, c), append(out, "sd.std_value")
+			b, out = spreadJoin(b, c), append(out, "sqrt(sd.var_value) AS std_value")
 			continue
 		}
 		// percentiles: see percentileCTE

@@ -174,7 +174,7 @@ func TestStatisticsReadsTiersAndRawOnlyForPercentiles(t *testing.T) {
 				t.Errorf("%v: does not read %s", tc.aggs, tier.Table)
 			}
 		}
-		if got := strings.Contains(q.SQL, "GROUP BY x.variable_id"); got != tc.grouped {
+		if got := strings.Contains(q.SQL, "GROUP BY ids.id"); got != tc.grouped {
 			t.Errorf("%v: raw GROUP BY = %v, want %v", tc.aggs, got, tc.grouped)
 		}
 		if _, err := q.Inline(); err != nil {

@@ -51,14 +51,25 @@ type cover struct {
 	lo, hi []time.Time
 }
 
-// newCover splits [start, end] over the first usable tiers (0: raw values only).
-func newCover(start, end *time.Time, usable int) cover {
+// newCover splits [start, end] over the first usable tiers (0: raw values only). An
+// end before the raw horizon (retention removed the values before it) is rounded
+// outward to its minute: the tiers answer for it (API.md §16).
+func newCover(start, end *time.Time, usable int, horizon *time.Time) cover {
 	s, e := int64(0), time.Now().Add(-nowMargin).UnixMilli() // no start: from the first value (timestamps are ≥ 0)
 	if start != nil {
 		s = start.UnixMilli()
 	}
 	if end != nil {
 		e = end.UnixMilli() + 1 // end is inclusive to the millisecond
+	}
+	if horizon != nil && usable > 0 {
+		h := horizon.UnixMilli()
+		if s < h {
+			s = tiers.Minutes.Floor(s)
+		}
+		if e <= h {
+			e = tiers.Minutes.Ceil(e)
+		}
 	}
 	c := cover{start: time.UnixMilli(s).UTC(), end: end}
 	prev, collapsed := s, false

@@ -29,6 +29,9 @@ func (s *Server) resample(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
+	if req.Query.Start != nil || req.Query.End != nil { // not the last 100 values
+		req.Query.RawHorizon = s.readHorizon(c, req.Query.Start)
+	}
 	q, err := querybuilder.Resample(req.Query)
 	if err != nil {
 		return fmt.Errorf("compile resample: %w", err)
@@ -45,6 +48,9 @@ func (s *Server) aggregation(c *gin.Context) error {
 	req, err := analytics.ParseAggregation(body, account(c).ID)
 	if err != nil {
 		return err
+	}
+	if req.Query.Start != nil || req.Query.End != nil {
+		req.Query.RawHorizon = s.readHorizon(c, req.Query.Start)
 	}
 	q, err := querybuilder.Aggregation(req.Query)
 	if err != nil {

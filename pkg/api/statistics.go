@@ -22,6 +22,7 @@ func (s *Server) statistics(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
+	req.RawHorizon = s.readHorizon(c, &req.Start)
 	q, err := querybuilder.Statistics(req)
 	if err != nil {
 		return fmt.Errorf("compile statistics: %w", err)

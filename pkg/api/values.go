@@ -271,7 +271,8 @@ func (s *Server) getStatistic(c *gin.Context) error {
 		if err != nil {
 			return err
 		}
-		v, err = st.Statistic(c, key, agg, r)
+		start := time.UnixMilli(*r.Start).UTC()
+		v, err = st.Statistic(c, key, agg, r, s.readHorizon(c, &start))
 		return err
 	})
 	if err != nil {

@@ -5,11 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
+	sq "github.com/Masterminds/squirrel"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sensordata/sensorapi/pkg/apierr"
+	"github.com/sensordata/sensorapi/querybuilder"
 )
 
 // StoredDot is a value as read back.
@@ -131,24 +134,28 @@ func (s *Store) Delete(ctx context.Context, key int64, r Range) error {
 	})
 }
 
-// statistics of the v1.6 route: SQL aggregate per name.
-var statistics = map[string]string{
-	"mean": "avg(value)", "variance": "var_samp(value)", "min": "min(value)", "max": "max(value)",
-	"sum": "coalesce(sum(value), 0)", "count": "count(*)",
-}
-
 // IsStatistic tells whether agg is one of the v1.6 statistics.
-func IsStatistic(agg string) bool { _, ok := statistics[agg]; return ok }
+func IsStatistic(agg string) bool { return slices.Contains(statistics, agg) }
+
+// statistics are the aggregates of the v1.6 statistics route.
+var statistics = []string{"mean", "variance", "min", "max", "sum", "count"}
 
 // Statistic computes one aggregate over the range (count and sum are 0, the others
-// null, without data).
-func (s *Store) Statistic(ctx context.Context, key int64, agg string, r Range) (*float64, error) {
+// null, without data) from the rollup tiers and the raw values at the range's edges,
+// as E7 does (querybuilder.VariableStatistic).
+// Before horizon (when not nil) the range is rounded outward to its minutes (API.md §16).
+func (s *Store) Statistic(ctx context.Context, key int64, agg string, r Range, horizon *time.Time) (*float64, error) {
 	start, end := r.bounds()
-	var v *float64
-	// agg comes from the fixed map above, never from the request text
-	err := s.Pool.QueryRow(ctx, `SELECT (`+statistics[agg]+`)::float8 FROM "values"
-		WHERE variable_id = $1 AND ts BETWEEN $2 AND $3`, key, start, end).Scan(&v)
+	q, err := querybuilder.VariableStatistic(key, agg, start, end, horizon)
 	if err != nil {
+		return nil, err
+	}
+	sql, err := sq.Dollar.ReplacePlaceholders(q.SQL)
+	if err != nil {
+		return nil, fmt.Errorf("statistic %s: %w", agg, err)
+	}
+	var v *float64
+	if err := s.Pool.QueryRow(ctx, sql, q.Args...).Scan(&v); err != nil {
 		return nil, fmt.Errorf("statistic %s: %w", agg, err)
 	}
 	return v, nil

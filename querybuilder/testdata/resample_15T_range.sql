@@ -59,8 +59,11 @@ origin AS MATERIALIZED (
   SELECT least(d.day AT TIME ZONE ?, (
     SELECT e FROM (SELECT (d.day - interval '1 day') AT TIME ZONE ? + interval '24 hours' AS e) x
     WHERE e AT TIME ZONE ? = d.day)) AS at FROM (SELECT (fp.ts AT TIME ZONE ?)::date::timestamp AS day FROM (SELECT min(f.ts) AS ts FROM vars CROSS JOIN LATERAL (
-    SELECT ts FROM "values" WHERE variable_id = vars.id AND ts >= ? AND ts <= ?
-    ORDER BY ts LIMIT 1) f) fp) d
+    (SELECT ts FROM "values" WHERE variable_id = vars.id AND ts >= ? AND ts <= ?
+    ORDER BY ts LIMIT 1)
+    UNION ALL
+    (SELECT first_ts FROM value_minutes WHERE variable_id = vars.id AND tile >= ? AND tile < ?
+    ORDER BY tile LIMIT 1)) f) fp) d
 ),
 buckets AS (
   SELECT pts.ord, time_bucket(make_interval(mins => ?), pts.ts, origin.at) AS key, sum(sum) / sum(n) AS value

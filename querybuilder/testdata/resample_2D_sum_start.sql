@@ -57,8 +57,11 @@ pts AS (
 ),
 origin AS MATERIALIZED (
   SELECT (fp.ts AT TIME ZONE ?)::date AS day FROM (SELECT min(f.ts) AS ts FROM vars CROSS JOIN LATERAL (
-    SELECT ts FROM "values" WHERE variable_id = vars.id AND ts >= ? AND ts <= now()
-    ORDER BY ts LIMIT 1) f) fp
+    (SELECT ts FROM "values" WHERE variable_id = vars.id AND ts >= ? AND ts <= now()
+    ORDER BY ts LIMIT 1)
+    UNION ALL
+    (SELECT first_ts FROM value_minutes WHERE variable_id = vars.id AND tile >= ? AND tile < ?
+    ORDER BY tile LIMIT 1)) f) fp
 ),
 buckets AS (
   SELECT pts.ord, (origin.day + ((pts.ts AT TIME ZONE ?)::date - origin.day) / ? * ?)::timestamp AS key, sum(sum) AS value

@@ -25,10 +25,10 @@ res AS (
 ) v ON true
 ),
 pct AS (
-    SELECT x.variable_id, percentile_cont(ARRAY[0.25, 0.5, 0.75]::float8[]) WITHIN GROUP (ORDER BY x.value) AS pct
-    FROM "values" x
-    WHERE x.variable_id IN (
-        SELECT v.id
+    SELECT ids.id AS variable_id,
+           percentile_cont(ARRAY[0.25, 0.5, 0.75]::float8[]) WITHIN GROUP (ORDER BY x.value) AS pct
+    FROM (
+        SELECT DISTINCT v.id
         FROM unnest(?::text[], ?::text[], ?::text[], ?::text[]) AS r(variable_id, variable_label, device_id, device_label)
         LEFT JOIN LATERAL (
     SELECT v.id, v.public_id, v.label, v.name, v.created_at,
@@ -48,8 +48,11 @@ pct AS (
     FROM devices d JOIN variables v ON v.device_id = d.id AND v.label = r.variable_label
     WHERE d.account_id = ? AND r.variable_id = '' AND d.label = r.device_label
 ) v ON true
-    ) AND x.ts BETWEEN ? AND ?
-    GROUP BY x.variable_id
+        WHERE v.id IS NOT NULL
+        ORDER BY v.id
+    ) ids
+    JOIN "values" x ON x.variable_id = ids.id AND x.ts BETWEEN ? AND ?
+    GROUP BY ids.id
 ) SELECT v.ord AS ord,
        v.public_id AS variable_id,
        v.label AS variable_label,
@@ -71,12 +74,12 @@ pct AS (
        s.max_ts,
        s.sum_value,
        s.mean_value,
-       sd.std_value,
+       sqrt(sd.var_value) AS std_value,
        p.pct[1] AS p25_value,
        p.pct[2] AS p50_value,
        p.pct[3] AS p75_value FROM res v LEFT JOIN LATERAL (
     SELECT CASE WHEN count(*) = count(z.m2)
-        THEN sqrt((sum(z.m2) + sum(z.n * power(z.a - z.abar, 2))) / nullif(sum(z.n) - 1, 0)) END AS std_value
+        THEN (sum(z.m2) + sum(z.n * power(z.a - z.abar, 2))) / nullif(sum(z.n) - 1, 0) END AS var_value
     FROM (
         SELECT y.n, y.m2, y.a, sum(y.n * y.a) OVER () / sum(y.n) FILTER (WHERE y.m2 IS NOT NULL) OVER () AS abar
         FROM (

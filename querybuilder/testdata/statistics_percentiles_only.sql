@@ -25,10 +25,10 @@ res AS (
 ) v ON true
 ),
 pct AS (
-    SELECT x.variable_id, percentile_cont(ARRAY[0.75, 0.25]::float8[]) WITHIN GROUP (ORDER BY x.value) AS pct
-    FROM "values" x
-    WHERE x.variable_id IN (
-        SELECT v.id
+    SELECT ids.id AS variable_id,
+           percentile_cont(ARRAY[0.75, 0.25]::float8[]) WITHIN GROUP (ORDER BY x.value) AS pct
+    FROM (
+        SELECT DISTINCT v.id
         FROM unnest(?::text[], ?::text[], ?::text[], ?::text[]) AS r(variable_id, variable_label, device_id, device_label)
         LEFT JOIN LATERAL (
     SELECT v.id, v.public_id, v.label, v.name, v.created_at,
@@ -48,8 +48,11 @@ pct AS (
     FROM devices d JOIN variables v ON v.device_id = d.id AND v.label = r.variable_label
     WHERE d.account_id = ? AND r.variable_id = '' AND d.label = r.device_label
 ) v ON true
-    ) AND x.ts BETWEEN ? AND ?
-    GROUP BY x.variable_id
+        WHERE v.id IS NOT NULL
+        ORDER BY v.id
+    ) ids
+    JOIN "values" x ON x.variable_id = ids.id AND x.ts BETWEEN ? AND ?
+    GROUP BY ids.id
 ) SELECT v.ord AS ord,
        v.public_id AS variable_id,
        v.label AS variable_label,
