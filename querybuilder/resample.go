@@ -82,8 +82,8 @@ WHERE NOT EXISTS (SELECT 1 FROM vars v WHERE v.ord = r.ord)`
 
 // sources is the common head: the requested ids with their positions, the variables
 // they name in the account, any further CTEs (each a ",\nname AS (...)"), and the
-// summary rows of the values in range (pts: ord and summaryColumns); a row stands for
-// one value or one whole tile.
+// summary rows of the values in range (pts: ord and the columns of summaries); a row
+// stands for one value or one whole tile.
 func sources(accountID int64, ids []string, pts sq.Sqlizer, ctes ...any) sq.Sqlizer {
 	head := sq.Expr(`WITH req AS (
   SELECT r.ord, r.public_id
@@ -111,18 +111,23 @@ func lastPoints() sq.Sqlizer {
   ) p`)
 }
 
-// rangePoints are the summary rows of each variable's values over the cover. guarded:
-// only while zonecheck holds, else the raw values of the range (see zoneCheck).
+// rangePoints are the summary rows of each variable's values over the cover, every
+// branch one index scan for all the variables (a LATERAL per variable restarted each
+// branch's scans once per variable: 40 ms where this takes 28 for 100 variables).
+// guarded: only while zonecheck holds, else the raw values of the range (zoneCheck).
 func rangePoints(c cover, guarded bool, start, end *time.Time) sq.Sqlizer {
-	rows := summaries("vars.id", c)
+	const keys = "ANY (ARRAY(SELECT id FROM vars))"
 	if guarded {
-		rows = sq.ConcatExpr(`SELECT * FROM (
-    `, rows, `
-    ) t WHERE (SELECT ok FROM zonecheck)
-    UNION ALL
-    `, rawSummaries("vars.id", sq.ConcatExpr(inRange("x.ts", start, end), " AND NOT (SELECT ok FROM zonecheck)")))
+		// in every branch: a wrapping subquery cost a projection per row
+		c.guard = " AND (SELECT ok FROM zonecheck)"
 	}
-	return sq.ConcatExpr("  SELECT vars.ord, p.*\n  FROM vars\n  CROSS JOIN LATERAL (\n    ", rows, "\n  ) p")
+	rows := summaries(keys, c)
+	if guarded {
+		rows = sq.ConcatExpr(rows, `
+    UNION ALL
+    `, rawSummaries(keys, sq.ConcatExpr(inRange("x.ts", start, end), " AND NOT (SELECT ok FROM zonecheck)")))
+	}
+	return sq.ConcatExpr("  SELECT vars.ord, p.*\n  FROM vars\n  JOIN (\n    ", rows, "\n  ) p ON p.variable_id = vars.id")
 }
 
 // inRange is the range rule's predicate on a ts column (one bound may be open; "only

@@ -21,20 +21,17 @@ import (
 // its tiles never straddle a bucket edge (tiers.FitZone, checked again against the
 // database's own tz data when the statement runs: zoneCheck).
 
-// summaryColumns is the column list of summary rows.
-const summaryColumns = "ts, n, sum, min, max, ks, m2, first_ts, first_value, last_ts, last_value, min_ts, max_ts"
-
 // rawColumns turn a raw value (columns prefix.ts, prefix.value) into a summary row: its
 // own min, so its shifted sum and spread are 0 (none beyond ±1e150, as for tiles).
 func rawColumns(prefix string) string {
 	v, t := prefix+"value", prefix+"ts"
 	none := "CASE WHEN abs(" + v + ") <= 1e150 THEN 0::float8 END"
-	return t + " AS ts, 1 AS n, " + v + " AS sum, " + v + " AS min, " + v + " AS max, " + none + " AS ks, " + none + " AS m2, " +
+	return prefix + "variable_id, " + t + " AS ts, 1 AS n, " + v + " AS sum, " + v + " AS min, " + v + " AS max, " + none + " AS ks, " + none + " AS m2, " +
 		t + " AS first_ts, " + v + " AS first_value, " + t + " AS last_ts, " + v + " AS last_value, " + t + " AS min_ts, " + t + " AS max_ts"
 }
 
 // tileColumns select a tile as a summary row (ts = its start).
-const tileColumns = "m.tile AS ts, m.n, m.sum, m.min, m.max, m.ks, m.m2, m.first_ts, m.first_value, m.last_ts, m.last_value, m.min_ts, m.max_ts"
+const tileColumns = "m.variable_id, m.tile AS ts, m.n, m.sum, m.min, m.max, m.ks, m.m2, m.first_ts, m.first_value, m.last_ts, m.last_value, m.min_ts, m.max_ts"
 
 // nowMargin: without an end a range runs to the database's now(). The tiles are read
 // up to the service's clock minus this margin, the rest raw up to now(), so that clocks
@@ -49,6 +46,7 @@ type cover struct {
 	start  time.Time  // the range's first instant (epoch 0 when none was given)
 	end    *time.Time // its last, inclusive (nil: the database's now())
 	lo, hi []time.Time
+	guard  string // SQL condition every branch also has ("" for none)
 }
 
 // newCover splits [start, end] over the first usable tiers (0: raw values only). An
@@ -100,8 +98,10 @@ func (c cover) notes() []string {
 	return append(out, `raw "values": the partial minutes at both ends`)
 }
 
-// summaries selects summary rows (summaryColumns) that together hold exactly the values
-// of the variable whose key is the SQL expression key in the range: a row per tile of
+// summaries selects summary rows (variable_id, ts, n, sum, min, max, ks, m2, first_ts,
+// first_value, last_ts, last_value, min_ts, max_ts) that together hold exactly the
+// values in the range of the variables whose key matches "= key" (key: SQL text, a
+// column of an outer row or ANY of an array): a row per tile of
 // the cover, a row per raw value at its edges. The branches exclude each other by time,
 // and each is one range scan of an index on (variable, time) with constant bounds, so
 // TimescaleDB excludes the chunks outside them when it plans the statement. The text is
@@ -113,15 +113,15 @@ func summaries(key string, c cover) sq.Sqlizer {
 		upTo = sq.Expr("x.ts <= ?", *c.end)
 	}
 	parts := []any{
-		rawSummaries(key, sq.Expr("x.ts >= ? AND x.ts < ?", c.start, c.lo[0])),
-		rawSummaries(key, sq.ConcatExpr(sq.Expr("x.ts >= ? AND ", c.hi[0]), upTo)),
+		rawSummaries(key, sq.Expr("x.ts >= ? AND x.ts < ?"+c.guard, c.start, c.lo[0])),
+		rawSummaries(key, sq.ConcatExpr(sq.Expr("x.ts >= ? AND ", c.hi[0]), upTo, c.guard)),
 	}
 	for i, t := range tiers.All {
 		if i == last {
-			parts = append(parts, tileRows(key, t, c.lo[i], c.hi[i]))
+			parts = append(parts, tileRows(key, t, c.lo[i], c.hi[i], c.guard))
 			continue
 		}
-		parts = append(parts, tileRows(key, t, c.lo[i], c.lo[i+1]), tileRows(key, t, c.hi[i+1], c.hi[i]))
+		parts = append(parts, tileRows(key, t, c.lo[i], c.lo[i+1], c.guard), tileRows(key, t, c.hi[i+1], c.hi[i], c.guard))
 	}
 	var b []any
 	for i, p := range parts {
@@ -134,10 +134,10 @@ func summaries(key string, c cover) sq.Sqlizer {
 }
 
 // tileRows are the tiles of t in [lo, hi).
-func tileRows(key string, t tiers.Tier, lo, hi time.Time) sq.Sqlizer {
+func tileRows(key string, t tiers.Tier, lo, hi time.Time, guard string) sq.Sqlizer {
 	return sq.Expr(`SELECT `+tileColumns+`
     FROM `+t.Table+` m
-    WHERE m.variable_id = `+key+` AND m.tile >= ? AND m.tile < ?`, lo, hi)
+    WHERE m.variable_id = `+key+` AND m.tile >= ? AND m.tile < ?`+guard, lo, hi)
 }
 
 // rawSummaries is the summary rows of the raw values of key with a timestamp in
