@@ -62,5 +62,9 @@ func Psql(endpoint string, body []byte, accountName string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return sql + ";", nil
+	var notes strings.Builder
+	for _, n := range q.Notes {
+		notes.WriteString("-- " + n + "\n")
+	}
+	return notes.String() + sql + ";", nil
 }

@@ -50,8 +50,8 @@ func (s *Server) runCompiled(c *gin.Context, q querybuilder.Query, dest any) err
 	return err
 }
 
-// explainCompiled answers {"sql","args","psql"} (psql: what `sensorapi compile` prints
-// for the same request), plus the EXPLAIN ANALYZE plan and the server's execution time
+// explainCompiled answers {"sql","args","psql","tiers"} (psql: what `sensorapi compile`
+// prints for the same request; tiers: which rollup tiers it reads and why), plus the EXPLAIN ANALYZE plan and the server's execution time
 // when analyze is set.
 func (s *Server) explainCompiled(c *gin.Context, r request, analyze bool) error {
 	q := r.q
@@ -59,7 +59,7 @@ func (s *Server) explainCompiled(c *gin.Context, r request, analyze bool) error 
 	if err != nil {
 		return fmt.Errorf("explain: psql form: %w", err)
 	}
-	out := gin.H{"sql": q.SQL, "args": q.Args, "psql": psql}
+	out := gin.H{"sql": q.SQL, "args": q.Args, "psql": psql, "tiers": q.Notes}
 	if analyze {
 		var plan string
 		explained := querybuilder.Query{SQL: "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + q.SQL, Args: q.Args}

@@ -76,8 +76,8 @@ func TestRetention(t *testing.T) {
 	t.Logf("%d chunks of values, the first two ending at %s and %s", len(cs), e1.Format(time.RFC3339), e2.Format(time.RFC3339))
 	const rawSQL = `SELECT count(*) FROM "values" WHERE variable_id = $1 AND ts < $2`
 	const keptSQL = `SELECT count(*) FROM "values" WHERE variable_id = $1 AND ts >= $2`
-	const minutesSQL = `SELECT count(*) FROM value_minutes WHERE variable_id = $1 AND minute < $2`
-	const minutesAfterSQL = `SELECT count(*) FROM value_minutes WHERE variable_id = $1 AND minute >= $2`
+	const minutesSQL = `SELECT count(*) FROM value_minutes WHERE variable_id = $1 AND tile < $2`
+	const minutesAfterSQL = `SELECT count(*) FROM value_minutes WHERE variable_id = $1 AND tile >= $2`
 	rawBefore, rawAfter := count(t, rawSQL, s.VariableKey, e2), count(t, keptSQL, s.VariableKey, e2)
 	minutesBefore, minutesAfter := count(t, minutesSQL, s.VariableKey, e2), count(t, minutesAfterSQL, s.VariableKey, e2)
 	if rawBefore == 0 || rawAfter == 0 || minutesBefore != rawBefore {
@@ -86,6 +86,9 @@ func TestRetention(t *testing.T) {
 	if _, ok, err := retention.Horizon(ctx, env.DB.Pool); ok || err != nil {
 		t.Fatalf("a horizon before any run: %v %v", ok, err)
 	}
+
+	c := env.Client(t).As(env.AdminToken)
+	before := readAcross(t, c, s, t0, t0.Add(21*day))
 
 	now := e2.Add(7*day + time.Hour)
 	opts := retention.Options{Raw: 7 * day, Now: func() time.Time { return now }}
@@ -156,6 +159,8 @@ func TestRetention(t *testing.T) {
 	if n := count(t, minutesSQL, s.VariableKey, e2); n != minutesBefore {
 		t.Fatalf("%d minute rollups before the horizon, want all %d", n, minutesBefore)
 	}
+	// a new instance: the first one keeps the horizon it read (none) for HorizonTTL
+	checkReadsAcross(t, env.Client(t).As(env.AdminToken), s, before, t0, e2)
 	if n := count(t, minutesAfterSQL, s.VariableKey, e2); n != minutesAfter {
 		t.Fatalf("%d minute rollups after the horizon, want %d", n, minutesAfter)
 	}
@@ -201,7 +206,7 @@ func TestRetention(t *testing.T) {
 	if n := count(t, minutesSQL, s.VariableKey, e1); n != 0 {
 		t.Fatalf("%d minute rollups left before %s", n, e1)
 	}
-	if n := count(t, `SELECT count(*) FROM value_minutes WHERE variable_id = $1 AND minute >= $2 AND minute < $3`,
+	if n := count(t, `SELECT count(*) FROM value_minutes WHERE variable_id = $1 AND tile >= $2 AND tile < $3`,
 		s.VariableKey, e1, e2); n != count(t, `SELECT count(*) FROM generate_series($1::timestamptz, $2::timestamptz - interval '10 minutes', interval '10 minutes')`, e1, e2) {
 		t.Fatalf("%d minute rollups in the second chunk: some were dropped", n)
 	}
