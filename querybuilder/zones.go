@@ -108,3 +108,15 @@ func zoneCheck(zone string, zp zonePlan) sq.Sqlizer {
 func (zp zonePlan) notes() []string {
 	return []string{"tiers: " + zp.why}
 }
+
+// ZoneCheck is zoneCheck alone, as a statement answering one boolean (ok): whether
+// the database's tz data gives zone the UTC offsets the service's tz data gives it over
+// [from, to]. Resample statements carry the same check; this one lets an operator (or
+// a test) ask it directly.
+func ZoneCheck(zone string, from, to time.Time) (Query, error) {
+	loc, err := time.LoadLocation(zone)
+	if err != nil {
+		return Query{}, fmt.Errorf("zone check: %w", err)
+	}
+	return build(sq.ConcatExpr("SELECT ok FROM (\n  ", zoneCheck(zone, zonePlan{periods: zonePeriods(loc, from, to)}), "\n) z"), nil)
+}

@@ -12,8 +12,10 @@ import (
 	"time"
 
 	"github.com/sensordata/sensorapi/pkg/ingest"
+	"github.com/sensordata/sensorapi/pkg/store"
 	"github.com/sensordata/sensorapi/pkg/testenv"
 	"github.com/sensordata/sensorapi/pkg/tiers"
+	"github.com/sensordata/sensorapi/querybuilder"
 )
 
 // rollupDrift counts the (variable, tile) pairs, in every tier, where the tier differs
@@ -437,5 +439,42 @@ func TestRebuildTiersRepairsDrift(t *testing.T) {
 	}
 	if drift, _ := rollupDrift(t); drift != 0 {
 		t.Fatalf("after rebuilding all: %d rollups differ", drift)
+	}
+}
+
+// TestZoneCheckAgainstTheDatabase: the check every resample statement carries says yes
+// when the database's tz data gives a zone the offsets the service planned with, and
+// no when it does not (the service's Kathmandu, +05:45, asked of Kolkata, +05:30: what
+// a database with other tz rules would answer), so that such a statement reads raw
+// values instead of tiles that might straddle its buckets.
+func TestZoneCheckAgainstTheDatabase(t *testing.T) {
+	from, to := time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	ask := func(q querybuilder.Query) bool {
+		t.Helper()
+		var ok bool
+		if err := env.DB.NewRaw(q.SQL, store.BindArgs(q.Args)...).Scan(context.Background(), &ok); err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	for _, zone := range []string{"UTC", "Asia/Kathmandu", "Pacific/Chatham", "Australia/Lord_Howe", "America/St_Johns", "Europe/Berlin"} {
+		q, err := querybuilder.ZoneCheck(zone, from, to)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ask(q) {
+			t.Errorf("%s: the database's offsets differ from the service's over %s..%s", zone, from, to)
+		}
+	}
+	q, err := querybuilder.ZoneCheck("Asia/Kathmandu", from, to)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q.Args[0] != "Asia/Kathmandu" {
+		t.Fatalf("the zone is not the first argument: %v", q.Args)
+	}
+	q.Args[0] = "Asia/Kolkata"
+	if ask(q) {
+		t.Error("Kathmandu's offsets pass as Kolkata's")
 	}
 }
