@@ -97,6 +97,9 @@ vars AS (
 	return sq.ConcatExpr(append(append([]any{head}, ctes...), ",\npts AS (\n", pts, "\n)")...)
 }
 
+// lastNote is the explain note of a request without a range.
+const lastNote = "raw values: the last 100 of each variable (no range)"
+
 // lastPoints: without a range (API.md §8), each variable's last 100 values come from a
 // LATERAL top-N that walks the (variable_id, ts DESC) index backwards and stops after
 // 100 rows.
@@ -241,7 +244,7 @@ func Resample(r ResampleRequest) (Query, error) {
 	if r.Aggregation == "count" || r.Aggregation == "sum" {
 		fill = "coalesce(max(g.value), 0)"
 	}
-	pts, ctes, notes := sq.Sqlizer(lastPoints()), []any{}, []string{"raw values: the last 100 of each variable (no range)"}
+	pts, ctes, notes := lastPoints(), []any{}, []string{lastNote}
 	var c *cover
 	if r.Start != nil || r.End != nil {
 		zp := planZone(r.Period, r.Zone, r.Start, r.End)
@@ -313,7 +316,7 @@ func Aggregation(r AggregationRequest) (Query, error) {
 	default:
 		result = `SELECT ord, max(last_ts) AS ts, ` + agg + ` AS value FROM pts GROUP BY ord`
 	}
-	pts, notes := sq.Sqlizer(lastPoints()), []string{"raw values: the last 100 of each variable (no range)"}
+	pts, notes := lastPoints(), []string{lastNote}
 	if r.Start != nil || r.End != nil {
 		c := newCover(r.Start, r.End, len(tiers.All), r.RawHorizon)
 		pts, notes = rangePoints(c, false, r.Start, r.End), c.notes()

@@ -268,7 +268,7 @@ func TestRollupsRebuild(t *testing.T) {
 		out, err := c.CombinedOutput()
 		return string(out), err
 	}
-	if out, err := check(); err == nil || !strings.Contains(out, "minute 2026-01-01T00:05:00Z: 1 values, rollup counts no") {
+	if out, err := check(); err == nil || !strings.Contains(out, "value_minutes tile 2026-01-01T00:05:00Z: 1 values, rollup counts no") {
 		t.Fatalf("rollups check missed the minute written around the write path: %v\n%s", err, out)
 	}
 	cmd := exec.Command(bin, "rollups", "rebuild", "--since", "2026-01-01T00:00:00Z")
@@ -278,7 +278,7 @@ func TestRollupsRebuild(t *testing.T) {
 		t.Fatalf("rollups rebuild: %v\n%s", err, out)
 	}
 	// the step is reported as it starts and ends (pkg/progress adds a line every 10 s)
-	for _, want := range []string{"] rebuilding the minute rollups…", "] rebuilding the minute rollups: done in"} {
+	for _, want := range []string{"] rebuilding the rollup tiers…", "] rebuilding the rollup tiers: done in"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("rollups rebuild printed no %q:\n%s", want, out)
 		}

@@ -144,7 +144,7 @@ func TestRetention(t *testing.T) {
 			rawBefore, results)
 	}
 	for _, c := range dropped {
-		if c.End.After(e2) || !(c.End.Equal(e1) || c.End.Equal(e2)) {
+		if c.End.After(e2) || !c.End.Equal(e1) && !c.End.Equal(e2) {
 			t.Fatalf("dropped %+v, want the chunks ending at %s and %s", c, e1, e2)
 		}
 	}
