@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -476,5 +477,33 @@ func TestZoneCheckAgainstTheDatabase(t *testing.T) {
 	q.Args[0] = "Asia/Kolkata"
 	if ask(q) {
 		t.Error("Kathmandu's offsets pass as Kolkata's")
+	}
+}
+
+// TestExplainSaysWhichTiers: explain answers name the tiers a statement reads over
+// which spans and why, and their psql form (what sensorapi compile prints) starts with
+// the same notes as SQL comments.
+func TestExplainSaysWhichTiers(t *testing.T) {
+	c := env.Client(t).As(env.NewAccount(t))
+	s := env.Seed(t, c.Token, "explain-tiers", "v", []testenv.Point{{TS: 1767225600000, Value: 1}})
+	week := map[string]any{"variables": []string{s.VariableID}, "aggregation": "max",
+		"start": 1767225600000, "end": 1767225600000 + 7*86_400_000 - 1}
+	for _, tc := range []struct {
+		period, zone string
+		want         []string
+	}{
+		{"1D", "Asia/Kathmandu", []string{"value_days tiles straddle local midnights", "value_quarters: whole tiles from 2026-01-01T00:00:00Z to 2026-01-08T00:00:00Z"}},
+		{"1D", "UTC", []string{"UTC keeps local midnights on every tier's tile edges", "value_days: whole tiles from 2026-01-01T00:00:00Z to 2026-01-08T00:00:00Z"}},
+		{"7T", "UTC", []string{"value_quarters tiles do not divide 7T buckets", "value_minutes: whole tiles"}},
+	} {
+		week["period"], week["tz"] = tc.period, tc.zone
+		ans := c.Post("/api/v1.6/data/stats/resample/?explain=sql", week).Object(t)
+		notes := fmt.Sprint(ans["tiers"])
+		psql, _ := ans["psql"].(string)
+		for _, w := range tc.want {
+			if !strings.Contains(notes, w) || !strings.Contains(psql, "-- ") || !strings.Contains(psql[:strings.Index(psql, "WITH")], w) {
+				t.Errorf("%s %s: notes %s, psql head %.300q: want %q", tc.period, tc.zone, notes, psql, w)
+			}
+		}
 	}
 }
