@@ -125,8 +125,12 @@ func Statistics(r StatisticsRequest) (Query, error) {
 		prefix = append(prefix, percentileCTE(fractions, r, start, end))
 		notes = append(notes, `raw "values" for the percentiles, one GROUP BY over all the variables`)
 	}
-	b := psql.Select().PrefixExpr(sq.ConcatExpr(prefix...)).From("res v")
-	b, cols := summaryScan(b, aggs, c)
+	ctes, cols := summaryCTEs(aggs, c)
+	b := psql.Select().PrefixExpr(sq.ConcatExpr(append(prefix, ctes)...)).From("res v").
+		JoinClause("LEFT JOIN s ON s.variable_id = v.id")
+	if slices.Contains(aggs, AggStd) {
+		b = b.JoinClause("LEFT JOIN sd ON sd.variable_id = v.id")
+	}
 	if len(fractions) > 0 {
 		b, cols = b.JoinClause("LEFT JOIN pct p ON p.variable_id = v.id"), append(cols, pctCols...)
 	}
@@ -182,31 +186,29 @@ func distinctAggregations(requested []string) ([]string, error) {
 	return aggs, nil
 }
 
-// spreadOf is the sample variance (var_value) of a set of summary rows, merged by Chan
-// et al.'s parallel formula: M2 = Σ m2ᵢ + Σ nᵢ(aᵢ − ā)², each row's mean written as
-// aᵢ = (minᵢ − min) + ksᵢ/nᵢ (small numbers however large the values: 1e6 ± 0.01 keeps
-// its digits, where a sum of squares would lose them all) and ā their weighted mean.
-// The windows give every row the set's min and ā; a second pass over the summary rows
-// (a few hundred for a year), not over the values. A row without a spread (a value
-// beyond ±1e150, whose square would overflow) makes the variance null, not an error.
+// spreadOf is the sample variance (var_value) of each variable's summary rows
+// (variable_id and the columns of summaries), merged by Chan et al.'s parallel
+// formula: M2 = Σ m2ᵢ + Σ nᵢ(aᵢ − ā)², each row's mean written as aᵢ = (minᵢ − min) +
+// ksᵢ/nᵢ (small numbers however large the values: 1e6 ± 0.01 keeps its digits, where a
+// sum of squares would lose them all) and ā their weighted mean. The windows give every
+// row its variable's min and ā; a second pass over the summary rows (a few hundred for
+// a year), not over the values. A row without a spread (a value beyond ±1e150, whose
+// square would overflow) makes the variance null, not an error.
 func spreadOf(rows sq.Sqlizer) sq.Sqlizer {
-	return sq.ConcatExpr(`SELECT CASE WHEN count(*) = count(z.m2)
+	return sq.ConcatExpr(`SELECT z.variable_id, CASE WHEN count(*) = count(z.m2)
         THEN (sum(z.m2) + sum(z.n * power(z.a - z.abar, 2))) / nullif(sum(z.n) - 1, 0) END AS var_value
     FROM (
-        SELECT y.n, y.m2, y.a, sum(y.n * y.a) OVER () / sum(y.n) FILTER (WHERE y.m2 IS NOT NULL) OVER () AS abar
+        SELECT y.variable_id, y.n, y.m2, y.a, sum(y.n * y.a) OVER pv / sum(y.n) FILTER (WHERE y.m2 IS NOT NULL) OVER pv AS abar
         FROM (
-            SELECT w.n, w.m2,
-                   CASE WHEN w.m2 IS NOT NULL THEN (w.min - min(w.min) FILTER (WHERE w.m2 IS NOT NULL) OVER ()) + w.ks / w.n END AS a
+            SELECT w.variable_id, w.n, w.m2,
+                   CASE WHEN w.m2 IS NOT NULL THEN (w.min - min(w.min) FILTER (WHERE w.m2 IS NOT NULL) OVER (PARTITION BY w.variable_id)) + w.ks / w.n END AS a
             FROM (
     `, rows, `
             ) w
         ) y
-    ) z`)
-}
-
-// spreadJoin joins the sample variance of each variable's range (spreadOf) as sd.
-func spreadJoin(b sq.SelectBuilder, c cover) sq.SelectBuilder {
-	return b.JoinClause(sq.ConcatExpr("LEFT JOIN LATERAL (\n    ", spreadOf(summaries("v.id", c)), "\n) sd ON true"))
+        WINDOW pv AS (PARTITION BY y.variable_id)
+    ) z
+    GROUP BY z.variable_id`)
 }
 
 // VariableStatistic compiles one aggregate of the v1.6 statistics route (mean,
@@ -215,32 +217,36 @@ func spreadJoin(b sq.SelectBuilder, c cover) sq.SelectBuilder {
 func VariableStatistic(key int64, agg string, start, end time.Time, horizon *time.Time) (Query, error) {
 	start, end = start.UTC(), end.UTC()
 	c := newCover(&start, &end, len(tiers.All), horizon)
-	rows := summaries("k.id", c)
+	rows := summaries("(SELECT id FROM k)", c)
 	expr, ok := map[string]string{"mean": "sum(x.sum) / sum(x.n)", "min": "min(x.min)", "max": "max(x.max)",
 		"sum": "coalesce(sum(x.sum), 0)", "count": "coalesce(sum(x.n), 0)::float8"}[agg]
 	var stmt sq.Sqlizer
 	switch {
 	case agg == "variance":
-		stmt = sq.ConcatExpr(sq.Expr("WITH k AS (SELECT ?::bigint AS id)\nSELECT s.var_value FROM k, LATERAL (\n    ", key), spreadOf(rows), "\n) s")
+		stmt = sq.ConcatExpr(sq.Expr("WITH k AS (SELECT ?::bigint AS id)\nSELECT (SELECT var_value FROM (\n    ", key), spreadOf(rows), "\n) s)")
 	case ok:
-		stmt = sq.ConcatExpr(sq.Expr("WITH k AS (SELECT ?::bigint AS id)\nSELECT "+expr+" FROM k, LATERAL (\n    ", key), rows, "\n) x")
+		stmt = sq.ConcatExpr(sq.Expr("WITH k AS (SELECT ?::bigint AS id)\nSELECT "+expr+" FROM (\n    ", key), rows, "\n) x")
 	default:
 		return Query{}, fmt.Errorf("statistic: unknown aggregate %q", agg)
 	}
 	return build(stmt, c.notes())
 }
 
-// summaryScan answers from the range's summary rows (tiers.go): count, sum and mean add
-// up, std merges the rows' spreads (spreadJoin); min and max are the extreme of the rows
-// with the earliest timestamp holding it (each row keeps its own), first and last the
-// rows' earliest first and latest last dot. One scan of the summary rows, a few
-// hundred for a year.
-func summaryScan(b sq.SelectBuilder, aggs []string, c cover) (sq.SelectBuilder, []string) {
-	exprs := []string{"coalesce(sum(x.n), 0) AS " + ColN}
-	out := []string{"s.n > 0 AS " + ColHasData, "s." + ColN}
+// summaryCTEs answer from the summary rows of every variable's range (tiers.go), in
+// one pass for all the variables: pts holds the rows (each branch one index scan for
+// all the keys), s aggregates them per variable: count, sum and mean add up; min and
+// max are the extreme of the rows with the earliest timestamp holding it (each row
+// keeps its own), first and last the rows' earliest first and latest last dot; sd, when
+// std is asked, merges their spreads (spreadOf). It returns the CTEs and the output
+// columns, read from s and sd joined on the variable.
+func summaryCTEs(aggs []string, c cover) (sq.Sqlizer, []string) {
+	exprs := []string{"sum(x.n) AS " + ColN}
+	out := []string{"coalesce(s.n, 0) > 0 AS " + ColHasData, "coalesce(s.n, 0) AS " + ColN}
+	var spread any = ""
 	for _, a := range aggs {
 		if a == AggStd {
-			b, out = spreadJoin(b, c), append(out, "sqrt(sd.var_value) AS std_value")
+			spread = sq.ConcatExpr(",\nsd AS (\n    ", spreadOf(sq.Expr("SELECT * FROM pts")), "\n)")
+			out = append(out, "sqrt(sd.var_value) AS std_value")
 			continue
 		}
 		// percentiles: see percentileCTE
@@ -249,12 +255,13 @@ func summaryScan(b sq.SelectBuilder, aggs []string, c cover) (sq.SelectBuilder, 
 			out = append(out, "s."+col[strings.LastIndex(col, " ")+1:])
 		}
 	}
-	b = b.JoinClause(sq.ConcatExpr("LEFT JOIN LATERAL (\n    SELECT "+strings.Join(exprs, ",\n           ")+`
-    FROM (
-    `, summaries("v.id", c), `
-    ) x
-) s ON true`))
-	return b, out
+	return sq.ConcatExpr(",\npts AS (\n    ", summaries("ANY (ARRAY(SELECT id FROM res WHERE id IS NOT NULL))", c), `
+),
+s AS (
+    SELECT x.variable_id, `+strings.Join(exprs, ",\n           ")+`
+    FROM pts x
+    GROUP BY x.variable_id
+)`, spread), out
 }
 
 // summaryAggColumns is what each aggregation but std adds to the aggregate over summary

@@ -53,6 +53,66 @@ pct AS (
     ) ids
     JOIN "values" x ON x.variable_id = ids.id AND x.ts BETWEEN ? AND ?
     GROUP BY ids.id
+),
+pts AS (
+    SELECT x.variable_id, x.ts AS ts, 1 AS n, x.value AS sum, x.value AS min, x.value AS max, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS ks, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS m2, x.ts AS first_ts, x.value AS first_value, x.ts AS last_ts, x.value AS last_value, x.ts AS min_ts, x.ts AS max_ts
+    FROM "values" x
+    WHERE x.variable_id = ANY (ARRAY(SELECT id FROM res WHERE id IS NOT NULL)) AND x.ts >= ? AND x.ts < ?
+    UNION ALL
+    SELECT x.variable_id, x.ts AS ts, 1 AS n, x.value AS sum, x.value AS min, x.value AS max, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS ks, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS m2, x.ts AS first_ts, x.value AS first_value, x.ts AS last_ts, x.value AS last_value, x.ts AS min_ts, x.ts AS max_ts
+    FROM "values" x
+    WHERE x.variable_id = ANY (ARRAY(SELECT id FROM res WHERE id IS NOT NULL)) AND x.ts >= ? AND x.ts <= ?
+    UNION ALL
+    SELECT m.variable_id, m.tile AS ts, m.n, m.sum, m.min, m.max, m.ks, m.m2, m.first_ts, m.first_value, m.last_ts, m.last_value, m.min_ts, m.max_ts
+    FROM value_minutes m
+    WHERE m.variable_id = ANY (ARRAY(SELECT id FROM res WHERE id IS NOT NULL)) AND m.tile >= ? AND m.tile < ?
+    UNION ALL
+    SELECT m.variable_id, m.tile AS ts, m.n, m.sum, m.min, m.max, m.ks, m.m2, m.first_ts, m.first_value, m.last_ts, m.last_value, m.min_ts, m.max_ts
+    FROM value_minutes m
+    WHERE m.variable_id = ANY (ARRAY(SELECT id FROM res WHERE id IS NOT NULL)) AND m.tile >= ? AND m.tile < ?
+    UNION ALL
+    SELECT m.variable_id, m.tile AS ts, m.n, m.sum, m.min, m.max, m.ks, m.m2, m.first_ts, m.first_value, m.last_ts, m.last_value, m.min_ts, m.max_ts
+    FROM value_quarters m
+    WHERE m.variable_id = ANY (ARRAY(SELECT id FROM res WHERE id IS NOT NULL)) AND m.tile >= ? AND m.tile < ?
+    UNION ALL
+    SELECT m.variable_id, m.tile AS ts, m.n, m.sum, m.min, m.max, m.ks, m.m2, m.first_ts, m.first_value, m.last_ts, m.last_value, m.min_ts, m.max_ts
+    FROM value_quarters m
+    WHERE m.variable_id = ANY (ARRAY(SELECT id FROM res WHERE id IS NOT NULL)) AND m.tile >= ? AND m.tile < ?
+    UNION ALL
+    SELECT m.variable_id, m.tile AS ts, m.n, m.sum, m.min, m.max, m.ks, m.m2, m.first_ts, m.first_value, m.last_ts, m.last_value, m.min_ts, m.max_ts
+    FROM value_days m
+    WHERE m.variable_id = ANY (ARRAY(SELECT id FROM res WHERE id IS NOT NULL)) AND m.tile >= ? AND m.tile < ?
+),
+s AS (
+    SELECT x.variable_id, sum(x.n) AS n,
+           first(x.first_value, x.first_ts) AS first_value,
+           min(x.first_ts) AS first_ts,
+           last(x.last_value, x.last_ts) AS last_value,
+           max(x.last_ts) AS last_ts,
+           min(x.min) AS min_value,
+           first(x.min_ts, ROW(x.min, x.min_ts)) AS min_ts,
+           max(x.max) AS max_value,
+           first(x.max_ts, ROW(-x.max, x.max_ts)) AS max_ts,
+           sum(x.sum) AS sum_value,
+           sum(x.sum) / sum(x.n) AS mean_value
+    FROM pts x
+    GROUP BY x.variable_id
+),
+sd AS (
+    SELECT z.variable_id, CASE WHEN count(*) = count(z.m2)
+        THEN (sum(z.m2) + sum(z.n * power(z.a - z.abar, 2))) / nullif(sum(z.n) - 1, 0) END AS var_value
+    FROM (
+        SELECT y.variable_id, y.n, y.m2, y.a, sum(y.n * y.a) OVER pv / sum(y.n) FILTER (WHERE y.m2 IS NOT NULL) OVER pv AS abar
+        FROM (
+            SELECT w.variable_id, w.n, w.m2,
+                   CASE WHEN w.m2 IS NOT NULL THEN (w.min - min(w.min) FILTER (WHERE w.m2 IS NOT NULL) OVER (PARTITION BY w.variable_id)) + w.ks / w.n END AS a
+            FROM (
+    SELECT * FROM pts
+            ) w
+        ) y
+        WINDOW pv AS (PARTITION BY y.variable_id)
+    ) z
+    GROUP BY z.variable_id
 ) SELECT v.ord AS ord,
        v.public_id AS variable_id,
        v.label AS variable_label,
@@ -62,8 +122,8 @@ pct AS (
        v.device_label,
        v.device_name,
        v.device_created_at,
-       s.n > 0 AS has_data,
-       s.n,
+       coalesce(s.n, 0) > 0 AS has_data,
+       coalesce(s.n, 0) AS n,
        s.first_value,
        s.first_ts,
        s.last_value,
@@ -77,84 +137,4 @@ pct AS (
        sqrt(sd.var_value) AS std_value,
        p.pct[1] AS p25_value,
        p.pct[2] AS p50_value,
-       p.pct[3] AS p75_value FROM res v LEFT JOIN LATERAL (
-    SELECT CASE WHEN count(*) = count(z.m2)
-        THEN (sum(z.m2) + sum(z.n * power(z.a - z.abar, 2))) / nullif(sum(z.n) - 1, 0) END AS var_value
-    FROM (
-        SELECT y.n, y.m2, y.a, sum(y.n * y.a) OVER () / sum(y.n) FILTER (WHERE y.m2 IS NOT NULL) OVER () AS abar
-        FROM (
-            SELECT w.n, w.m2,
-                   CASE WHEN w.m2 IS NOT NULL THEN (w.min - min(w.min) FILTER (WHERE w.m2 IS NOT NULL) OVER ()) + w.ks / w.n END AS a
-            FROM (
-    SELECT x.variable_id, x.ts AS ts, 1 AS n, x.value AS sum, x.value AS min, x.value AS max, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS ks, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS m2, x.ts AS first_ts, x.value AS first_value, x.ts AS last_ts, x.value AS last_value, x.ts AS min_ts, x.ts AS max_ts
-    FROM "values" x
-    WHERE x.variable_id = v.id AND x.ts >= ? AND x.ts < ?
-    UNION ALL
-    SELECT x.variable_id, x.ts AS ts, 1 AS n, x.value AS sum, x.value AS min, x.value AS max, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS ks, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS m2, x.ts AS first_ts, x.value AS first_value, x.ts AS last_ts, x.value AS last_value, x.ts AS min_ts, x.ts AS max_ts
-    FROM "values" x
-    WHERE x.variable_id = v.id AND x.ts >= ? AND x.ts <= ?
-    UNION ALL
-    SELECT m.variable_id, m.tile AS ts, m.n, m.sum, m.min, m.max, m.ks, m.m2, m.first_ts, m.first_value, m.last_ts, m.last_value, m.min_ts, m.max_ts
-    FROM value_minutes m
-    WHERE m.variable_id = v.id AND m.tile >= ? AND m.tile < ?
-    UNION ALL
-    SELECT m.variable_id, m.tile AS ts, m.n, m.sum, m.min, m.max, m.ks, m.m2, m.first_ts, m.first_value, m.last_ts, m.last_value, m.min_ts, m.max_ts
-    FROM value_minutes m
-    WHERE m.variable_id = v.id AND m.tile >= ? AND m.tile < ?
-    UNION ALL
-    SELECT m.variable_id, m.tile AS ts, m.n, m.sum, m.min, m.max, m.ks, m.m2, m.first_ts, m.first_value, m.last_ts, m.last_value, m.min_ts, m.max_ts
-    FROM value_quarters m
-    WHERE m.variable_id = v.id AND m.tile >= ? AND m.tile < ?
-    UNION ALL
-    SELECT m.variable_id, m.tile AS ts, m.n, m.sum, m.min, m.max, m.ks, m.m2, m.first_ts, m.first_value, m.last_ts, m.last_value, m.min_ts, m.max_ts
-    FROM value_quarters m
-    WHERE m.variable_id = v.id AND m.tile >= ? AND m.tile < ?
-    UNION ALL
-    SELECT m.variable_id, m.tile AS ts, m.n, m.sum, m.min, m.max, m.ks, m.m2, m.first_ts, m.first_value, m.last_ts, m.last_value, m.min_ts, m.max_ts
-    FROM value_days m
-    WHERE m.variable_id = v.id AND m.tile >= ? AND m.tile < ?
-            ) w
-        ) y
-    ) z
-) sd ON true LEFT JOIN LATERAL (
-    SELECT coalesce(sum(x.n), 0) AS n,
-           first(x.first_value, x.first_ts) AS first_value,
-           min(x.first_ts) AS first_ts,
-           last(x.last_value, x.last_ts) AS last_value,
-           max(x.last_ts) AS last_ts,
-           min(x.min) AS min_value,
-           first(x.min_ts, ROW(x.min, x.min_ts)) AS min_ts,
-           max(x.max) AS max_value,
-           first(x.max_ts, ROW(-x.max, x.max_ts)) AS max_ts,
-           sum(x.sum) AS sum_value,
-           sum(x.sum) / sum(x.n) AS mean_value
-    FROM (
-    SELECT x.variable_id, x.ts AS ts, 1 AS n, x.value AS sum, x.value AS min, x.value AS max, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS ks, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS m2, x.ts AS first_ts, x.value AS first_value, x.ts AS last_ts, x.value AS last_value, x.ts AS min_ts, x.ts AS max_ts
-    FROM "values" x
-    WHERE x.variable_id = v.id AND x.ts >= ? AND x.ts < ?
-    UNION ALL
-    SELECT x.variable_id, x.ts AS ts, 1 AS n, x.value AS sum, x.value AS min, x.value AS max, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS ks, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS m2, x.ts AS first_ts, x.value AS first_value, x.ts AS last_ts, x.value AS last_value, x.ts AS min_ts, x.ts AS max_ts
-    FROM "values" x
-    WHERE x.variable_id = v.id AND x.ts >= ? AND x.ts <= ?
-    UNION ALL
-    SELECT m.variable_id, m.tile AS ts, m.n, m.sum, m.min, m.max, m.ks, m.m2, m.first_ts, m.first_value, m.last_ts, m.last_value, m.min_ts, m.max_ts
-    FROM value_minutes m
-    WHERE m.variable_id = v.id AND m.tile >= ? AND m.tile < ?
-    UNION ALL
-    SELECT m.variable_id, m.tile AS ts, m.n, m.sum, m.min, m.max, m.ks, m.m2, m.first_ts, m.first_value, m.last_ts, m.last_value, m.min_ts, m.max_ts
-    FROM value_minutes m
-    WHERE m.variable_id = v.id AND m.tile >= ? AND m.tile < ?
-    UNION ALL
-    SELECT m.variable_id, m.tile AS ts, m.n, m.sum, m.min, m.max, m.ks, m.m2, m.first_ts, m.first_value, m.last_ts, m.last_value, m.min_ts, m.max_ts
-    FROM value_quarters m
-    WHERE m.variable_id = v.id AND m.tile >= ? AND m.tile < ?
-    UNION ALL
-    SELECT m.variable_id, m.tile AS ts, m.n, m.sum, m.min, m.max, m.ks, m.m2, m.first_ts, m.first_value, m.last_ts, m.last_value, m.min_ts, m.max_ts
-    FROM value_quarters m
-    WHERE m.variable_id = v.id AND m.tile >= ? AND m.tile < ?
-    UNION ALL
-    SELECT m.variable_id, m.tile AS ts, m.n, m.sum, m.min, m.max, m.ks, m.m2, m.first_ts, m.first_value, m.last_ts, m.last_value, m.min_ts, m.max_ts
-    FROM value_days m
-    WHERE m.variable_id = v.id AND m.tile >= ? AND m.tile < ?
-    ) x
-) s ON true LEFT JOIN pct p ON p.variable_id = v.id ORDER BY v.ord
+       p.pct[3] AS p75_value FROM res v LEFT JOIN s ON s.variable_id = v.id LEFT JOIN sd ON sd.variable_id = v.id LEFT JOIN pct p ON p.variable_id = v.id ORDER BY v.ord

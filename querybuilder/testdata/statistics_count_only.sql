@@ -23,6 +23,40 @@ res AS (
     FROM devices d JOIN variables v ON v.device_id = d.id AND v.label = r.variable_label
     WHERE d.account_id = ? AND r.variable_id = '' AND d.label = r.device_label
 ) v ON true
+),
+pts AS (
+    SELECT x.variable_id, x.ts AS ts, 1 AS n, x.value AS sum, x.value AS min, x.value AS max, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS ks, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS m2, x.ts AS first_ts, x.value AS first_value, x.ts AS last_ts, x.value AS last_value, x.ts AS min_ts, x.ts AS max_ts
+    FROM "values" x
+    WHERE x.variable_id = ANY (ARRAY(SELECT id FROM res WHERE id IS NOT NULL)) AND x.ts >= ? AND x.ts < ?
+    UNION ALL
+    SELECT x.variable_id, x.ts AS ts, 1 AS n, x.value AS sum, x.value AS min, x.value AS max, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS ks, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS m2, x.ts AS first_ts, x.value AS first_value, x.ts AS last_ts, x.value AS last_value, x.ts AS min_ts, x.ts AS max_ts
+    FROM "values" x
+    WHERE x.variable_id = ANY (ARRAY(SELECT id FROM res WHERE id IS NOT NULL)) AND x.ts >= ? AND x.ts <= ?
+    UNION ALL
+    SELECT m.variable_id, m.tile AS ts, m.n, m.sum, m.min, m.max, m.ks, m.m2, m.first_ts, m.first_value, m.last_ts, m.last_value, m.min_ts, m.max_ts
+    FROM value_minutes m
+    WHERE m.variable_id = ANY (ARRAY(SELECT id FROM res WHERE id IS NOT NULL)) AND m.tile >= ? AND m.tile < ?
+    UNION ALL
+    SELECT m.variable_id, m.tile AS ts, m.n, m.sum, m.min, m.max, m.ks, m.m2, m.first_ts, m.first_value, m.last_ts, m.last_value, m.min_ts, m.max_ts
+    FROM value_minutes m
+    WHERE m.variable_id = ANY (ARRAY(SELECT id FROM res WHERE id IS NOT NULL)) AND m.tile >= ? AND m.tile < ?
+    UNION ALL
+    SELECT m.variable_id, m.tile AS ts, m.n, m.sum, m.min, m.max, m.ks, m.m2, m.first_ts, m.first_value, m.last_ts, m.last_value, m.min_ts, m.max_ts
+    FROM value_quarters m
+    WHERE m.variable_id = ANY (ARRAY(SELECT id FROM res WHERE id IS NOT NULL)) AND m.tile >= ? AND m.tile < ?
+    UNION ALL
+    SELECT m.variable_id, m.tile AS ts, m.n, m.sum, m.min, m.max, m.ks, m.m2, m.first_ts, m.first_value, m.last_ts, m.last_value, m.min_ts, m.max_ts
+    FROM value_quarters m
+    WHERE m.variable_id = ANY (ARRAY(SELECT id FROM res WHERE id IS NOT NULL)) AND m.tile >= ? AND m.tile < ?
+    UNION ALL
+    SELECT m.variable_id, m.tile AS ts, m.n, m.sum, m.min, m.max, m.ks, m.m2, m.first_ts, m.first_value, m.last_ts, m.last_value, m.min_ts, m.max_ts
+    FROM value_days m
+    WHERE m.variable_id = ANY (ARRAY(SELECT id FROM res WHERE id IS NOT NULL)) AND m.tile >= ? AND m.tile < ?
+),
+s AS (
+    SELECT x.variable_id, sum(x.n) AS n
+    FROM pts x
+    GROUP BY x.variable_id
 ) SELECT v.ord AS ord,
        v.public_id AS variable_id,
        v.label AS variable_label,
@@ -32,36 +66,5 @@ res AS (
        v.device_label,
        v.device_name,
        v.device_created_at,
-       s.n > 0 AS has_data,
-       s.n FROM res v LEFT JOIN LATERAL (
-    SELECT coalesce(sum(x.n), 0) AS n
-    FROM (
-    SELECT x.variable_id, x.ts AS ts, 1 AS n, x.value AS sum, x.value AS min, x.value AS max, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS ks, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS m2, x.ts AS first_ts, x.value AS first_value, x.ts AS last_ts, x.value AS last_value, x.ts AS min_ts, x.ts AS max_ts
-    FROM "values" x
-    WHERE x.variable_id = v.id AND x.ts >= ? AND x.ts < ?
-    UNION ALL
-    SELECT x.variable_id, x.ts AS ts, 1 AS n, x.value AS sum, x.value AS min, x.value AS max, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS ks, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS m2, x.ts AS first_ts, x.value AS first_value, x.ts AS last_ts, x.value AS last_value, x.ts AS min_ts, x.ts AS max_ts
-    FROM "values" x
-    WHERE x.variable_id = v.id AND x.ts >= ? AND x.ts <= ?
-    UNION ALL
-    SELECT m.variable_id, m.tile AS ts, m.n, m.sum, m.min, m.max, m.ks, m.m2, m.first_ts, m.first_value, m.last_ts, m.last_value, m.min_ts, m.max_ts
-    FROM value_minutes m
-    WHERE m.variable_id = v.id AND m.tile >= ? AND m.tile < ?
-    UNION ALL
-    SELECT m.variable_id, m.tile AS ts, m.n, m.sum, m.min, m.max, m.ks, m.m2, m.first_ts, m.first_value, m.last_ts, m.last_value, m.min_ts, m.max_ts
-    FROM value_minutes m
-    WHERE m.variable_id = v.id AND m.tile >= ? AND m.tile < ?
-    UNION ALL
-    SELECT m.variable_id, m.tile AS ts, m.n, m.sum, m.min, m.max, m.ks, m.m2, m.first_ts, m.first_value, m.last_ts, m.last_value, m.min_ts, m.max_ts
-    FROM value_quarters m
-    WHERE m.variable_id = v.id AND m.tile >= ? AND m.tile < ?
-    UNION ALL
-    SELECT m.variable_id, m.tile AS ts, m.n, m.sum, m.min, m.max, m.ks, m.m2, m.first_ts, m.first_value, m.last_ts, m.last_value, m.min_ts, m.max_ts
-    FROM value_quarters m
-    WHERE m.variable_id = v.id AND m.tile >= ? AND m.tile < ?
-    UNION ALL
-    SELECT m.variable_id, m.tile AS ts, m.n, m.sum, m.min, m.max, m.ks, m.m2, m.first_ts, m.first_value, m.last_ts, m.last_value, m.min_ts, m.max_ts
-    FROM value_days m
-    WHERE m.variable_id = v.id AND m.tile >= ? AND m.tile < ?
-    ) x
-) s ON true ORDER BY v.ord
+       coalesce(s.n, 0) > 0 AS has_data,
+       coalesce(s.n, 0) AS n FROM res v LEFT JOIN s ON s.variable_id = v.id ORDER BY v.ord
