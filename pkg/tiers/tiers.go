@@ -70,7 +70,7 @@ func FitZone(loc *time.Location, from, to time.Time, w time.Duration) bool {
 		if int64(off)%sec != 0 {
 			return false
 		}
-		_, end := t.In(loc).ZoneBounds()
+		end := zoneEnd(loc, t)
 		if end.IsZero() || end.After(to) {
 			return true
 		}
@@ -94,7 +94,7 @@ func Changes(loc *time.Location, from, to time.Time) []Change {
 	t := from
 	for {
 		_, off := t.In(loc).Zone()
-		_, end := t.In(loc).ZoneBounds()
+		end := zoneEnd(loc, t)
 		if end.IsZero() || end.After(to) {
 			return out
 		}
@@ -103,4 +103,17 @@ func Changes(loc *time.Location, from, to time.Time) []Change {
 		}
 		t = end
 	}
+}
+
+// zoneEnd is when the zone period of loc holding t ends (zero: never). On the last
+// day of a leap year past the tz data's explicit changes (Europe/Berlin, 2040-12-31)
+// Go's ZoneBounds reports an end at or before t, an artifact of its yearly rule, with
+// no change of offset there: the period of a later instant, at most a day on, is asked
+// instead.
+func zoneEnd(loc *time.Location, t time.Time) time.Time {
+	_, end := t.In(loc).ZoneBounds()
+	for d := time.Second; !end.IsZero() && !end.After(t); d *= 2 {
+		_, end = t.Add(d).In(loc).ZoneBounds()
+	}
+	return end
 }
