@@ -11,7 +11,7 @@ zonecheck AS MATERIALIZED (
   SELECT coalesce(bool_and((s.at AT TIME ZONE ?) - (s.at AT TIME ZONE 'UTC') = make_interval(secs => p.off)), true) AS ok
   FROM unnest(?::bigint[], ?::bigint[], ?::bigint[]) AS p(lo, hi, off)
   CROSS JOIN LATERAL (
-    SELECT generate_series(to_timestamp(p.lo / 1000.0), to_timestamp(p.hi / 1000.0), interval '7 days') AS at
+    SELECT generate_series(to_timestamp(p.lo / 1000.0), to_timestamp(p.hi / 1000.0), make_interval(secs => ?)) AS at
     UNION ALL
     SELECT to_timestamp(p.hi / 1000.0)
   ) s
