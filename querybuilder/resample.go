@@ -235,14 +235,14 @@ func Resample(r ResampleRequest) (Query, error) {
 	if !ok {
 		return Query{}, fmt.Errorf("resample: unknown aggregation %q", r.Aggregation)
 	}
-	// Each (ord, key) of grid has one row from generate_series (value NULL) and, when
-	// the bucket holds values, one from buckets (never NULL): max() picks the latter.
-	// Grouping replaces a LEFT JOIN of the series to buckets, which the planner, blind
-	// to the CTE's size, ran as a merge join on ord alone: quadratic in the buckets
-	// (12 s for the 8760 hours of a year).
-	fill := "max(g.value)"
+	// Empty buckets are the keys between each bucket and the next of its variable
+	// (lead()): only the gaps are generated, and no join or grouping matches them with
+	// the buckets (a LEFT JOIN of a full series to buckets ran as a merge join on ord
+	// alone, quadratic: 12 s for the 8760 hours of a year; grouping a full series with
+	// them cost a third of a 1H resample over tiles).
+	fill := "NULL::float8"
 	if r.Aggregation == "count" || r.Aggregation == "sum" {
-		fill = "coalesce(max(g.value), 0)"
+		fill = "0::float8"
 	}
 	pts, ctes, notes := lastPoints(), []any{}, []string{lastNote}
 	var c *cover
@@ -266,25 +266,20 @@ buckets AS (
   FROM `+from+`
   GROUP BY 1, 2
 ),
-spans AS (
-  SELECT ord, min(key) AS lo, max(key) AS hi FROM buckets GROUP BY ord
-),
-grid AS (
-  SELECT ord, key, value FROM buckets
-  UNION ALL
-  SELECT s.ord, k.key, NULL
-  FROM spans s
-  CROSS JOIN LATERAL generate_series(s.lo, s.hi, ?) AS k(key)
+gaps AS (
+  SELECT b.ord, k.key, `+fill+` AS value
+  FROM (SELECT ord, key, lead(key) OVER (PARTITION BY ord ORDER BY key) AS next FROM buckets) b
+  CROSS JOIN LATERAL generate_series(b.key + ?, b.next - ?, ?) AS k(key)
+  WHERE b.next > b.key + ?
 ),
 filled AS (
-  SELECT g.ord, ? AS label, `+fill+` AS value
-  FROM grid g
-  GROUP BY g.ord, g.key
+  SELECT g.ord, ? AS label, g.value
+  FROM (SELECT ord, key, value FROM buckets UNION ALL SELECT ord, key, value FROM gaps) g
 )
 `+unknownIDs+`
 UNION ALL
 SELECT ord, (extract(epoch FROM label) * 1000)::bigint, value FROM filled
-ORDER BY 1, 2 DESC`, g.key, g.step, g.label))
+ORDER BY 1, 2 DESC`, g.key, g.step, g.step, g.step, g.step, g.label))
 	return build(stmt, notes)
 }
 

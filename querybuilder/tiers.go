@@ -2,6 +2,7 @@ package querybuilder
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	sq "github.com/Masterminds/squirrel"
@@ -83,17 +84,34 @@ func newCover(start, end *time.Time, usable int, horizon *time.Time) cover {
 }
 
 // notes describe the cover for explain answers and `sensorapi compile`: which tiers
-// are read over which spans.
+// are read over which spans, coarsest first (a finer tier reads its span less the
+// coarser one's: the edges).
 func (c cover) notes() []string {
 	var out []string
-	for i := len(tiers.All) - 1; i >= 0; i-- {
-		if c.lo[i].Before(c.hi[i]) {
-			out = append(out, fmt.Sprintf("%s: whole tiles from %s to %s", tiers.All[i].Table,
-				c.lo[i].Format(time.RFC3339), c.hi[i].Format(time.RFC3339)))
+	last := len(tiers.All) - 1
+	span := func(lo, hi time.Time) string {
+		return lo.Format(time.RFC3339) + " to " + hi.Format(time.RFC3339)
+	}
+	for i := last; i >= 0; i-- {
+		var parts []string
+		if i == last {
+			if c.lo[i].Before(c.hi[i]) {
+				parts = append(parts, span(c.lo[i], c.hi[i]))
+			}
+		} else {
+			if c.lo[i].Before(c.lo[i+1]) {
+				parts = append(parts, span(c.lo[i], c.lo[i+1]))
+			}
+			if c.hi[i+1].Before(c.hi[i]) {
+				parts = append(parts, span(c.hi[i+1], c.hi[i]))
+			}
+		}
+		if len(parts) > 0 {
+			out = append(out, fmt.Sprintf("%s: whole tiles from %s", tiers.All[i].Table, strings.Join(parts, " and from ")))
 		}
 	}
 	if len(out) == 0 {
-		return []string{"raw values only: the range holds no whole minute"}
+		return []string{`raw "values" only: the range holds no whole minute`}
 	}
 	return append(out, `raw "values": the partial minutes at both ends`)
 }

@@ -66,22 +66,17 @@ buckets AS (
   FROM pts, origin
   GROUP BY 1, 2
 ),
-spans AS (
-  SELECT ord, min(key) AS lo, max(key) AS hi FROM buckets GROUP BY ord
-),
-grid AS (
-  SELECT ord, key, value FROM buckets
-  UNION ALL
-  SELECT s.ord, k.key, NULL
-  FROM spans s
-  CROSS JOIN LATERAL generate_series(s.lo, s.hi, make_interval(days => ?)) AS k(key)
+gaps AS (
+  SELECT b.ord, k.key, 0::float8 AS value
+  FROM (SELECT ord, key, lead(key) OVER (PARTITION BY ord ORDER BY key) AS next FROM buckets) b
+  CROSS JOIN LATERAL generate_series(b.key + make_interval(days => ?), b.next - make_interval(days => ?), make_interval(days => ?)) AS k(key)
+  WHERE b.next > b.key + make_interval(days => ?)
 ),
 filled AS (
   SELECT g.ord, least(g.key AT TIME ZONE ?, (
     SELECT e FROM (SELECT (g.key - interval '1 day') AT TIME ZONE ? + interval '24 hours' AS e) x
-    WHERE e AT TIME ZONE ? = g.key)) AS label, coalesce(max(g.value), 0) AS value
-  FROM grid g
-  GROUP BY g.ord, g.key
+    WHERE e AT TIME ZONE ? = g.key)) AS label, g.value
+  FROM (SELECT ord, key, value FROM buckets UNION ALL SELECT ord, key, value FROM gaps) g
 )
 SELECT r.ord, NULL::bigint AS ts, NULL::float8 AS value
 FROM req r

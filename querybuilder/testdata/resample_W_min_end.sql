@@ -58,22 +58,17 @@ buckets AS (
   FROM pts
   GROUP BY 1, 2
 ),
-spans AS (
-  SELECT ord, min(key) AS lo, max(key) AS hi FROM buckets GROUP BY ord
-),
-grid AS (
-  SELECT ord, key, value FROM buckets
-  UNION ALL
-  SELECT s.ord, k.key, NULL
-  FROM spans s
-  CROSS JOIN LATERAL generate_series(s.lo, s.hi, interval '7 days') AS k(key)
+gaps AS (
+  SELECT b.ord, k.key, NULL::float8 AS value
+  FROM (SELECT ord, key, lead(key) OVER (PARTITION BY ord ORDER BY key) AS next FROM buckets) b
+  CROSS JOIN LATERAL generate_series(b.key + interval '7 days', b.next - interval '7 days', interval '7 days') AS k(key)
+  WHERE b.next > b.key + interval '7 days'
 ),
 filled AS (
   SELECT g.ord, least((g.key + interval '6 days') AT TIME ZONE ?, (
     SELECT e FROM (SELECT ((g.key + interval '6 days') - interval '1 day') AT TIME ZONE ? + interval '24 hours' AS e) x
-    WHERE e AT TIME ZONE ? = (g.key + interval '6 days'))) AS label, max(g.value) AS value
-  FROM grid g
-  GROUP BY g.ord, g.key
+    WHERE e AT TIME ZONE ? = (g.key + interval '6 days'))) AS label, g.value
+  FROM (SELECT ord, key, value FROM buckets UNION ALL SELECT ord, key, value FROM gaps) g
 )
 SELECT r.ord, NULL::bigint AS ts, NULL::float8 AS value
 FROM req r
