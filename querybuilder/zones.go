@@ -116,8 +116,8 @@ func (zp zonePlan) notes() []string {
 
 // ZoneCheck is zoneCheck alone, as a statement answering one boolean (ok): whether
 // the database's tz data gives zone the UTC offsets the service's tz data gives it over
-// [from, to]. Resample statements carry the same check; this one lets an operator (or
-// a test) ask it directly.
+// [from, to]. Resample statements carry the same check; this one lets a test run it
+// against a database on its own.
 func ZoneCheck(zone string, from, to time.Time) (Query, error) {
 	loc, err := time.LoadLocation(zone)
 	if err != nil {
