@@ -211,6 +211,17 @@ func spreadOf(rows sq.Sqlizer) sq.Sqlizer {
     GROUP BY z.variable_id`)
 }
 
+// variableStatistics are the aggregates of the v1.6 statistics route over summary rows
+// x, but variance (spreadOf).
+var variableStatistics = map[string]string{"mean": "sum(x.sum) / sum(x.n)", "min": "min(x.min)", "max": "max(x.max)",
+	"sum": "coalesce(sum(x.sum), 0)", "count": "coalesce(sum(x.n), 0)::float8"}
+
+// IsVariableStatistic tells whether agg is an aggregate of the v1.6 statistics route.
+func IsVariableStatistic(agg string) bool {
+	_, ok := variableStatistics[agg]
+	return ok || agg == "variance"
+}
+
 // VariableStatistic compiles one aggregate of the v1.6 statistics route (mean,
 // variance, min, max, sum, count) over one variable's values in [start, end], from
 // the same summary rows as E7: count and sum are 0, the others null, without data.
@@ -218,8 +229,7 @@ func VariableStatistic(key int64, agg string, start, end time.Time, horizon *tim
 	start, end = start.UTC(), end.UTC()
 	c := newCover(&start, &end, len(tiers.All), horizon)
 	rows := summaries("(SELECT id FROM k)", c)
-	expr, ok := map[string]string{"mean": "sum(x.sum) / sum(x.n)", "min": "min(x.min)", "max": "max(x.max)",
-		"sum": "coalesce(sum(x.sum), 0)", "count": "coalesce(sum(x.n), 0)::float8"}[agg]
+	expr, ok := variableStatistics[agg]
 	var stmt sq.Sqlizer
 	switch {
 	case agg == "variance":

@@ -114,11 +114,7 @@ func printRetention(w io.Writer, r config.Retention, res retention.Result) {
 	}
 	fmt.Fprintf(w, "rollups: kept %s (cutoff %s):", config.FormatRetention(r.Rollups), ts(res.TierCutoff))
 	for _, t := range res.Tiers {
-		if t.Missing {
-			fmt.Fprintf(w, " %s (no such hypertable)", t.Table)
-		} else {
-			fmt.Fprintf(w, " %s %d chunks", t.Table, t.Chunks)
-		}
+		fmt.Fprintf(w, " %s %d chunks", t.Table, t.Chunks)
 	}
 	fmt.Fprintln(w)
 }

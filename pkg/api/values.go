@@ -13,6 +13,7 @@ import (
 	"github.com/sensordata/sensorapi/pkg/ingest"
 	"github.com/sensordata/sensorapi/pkg/store"
 	"github.com/sensordata/sensorapi/pkg/validate"
+	"github.com/sensordata/sensorapi/querybuilder"
 )
 
 // valueRoutes are the v1.6 value routes (API.md §6).
@@ -262,7 +263,7 @@ func (s *Server) deleteValues(c *gin.Context) error {
 // getStatistic: {AGG: number} over an inclusive range.
 func (s *Server) getStatistic(c *gin.Context) error {
 	agg := c.Param("agg")
-	if !ingest.IsStatistic(agg) {
+	if !querybuilder.IsVariableStatistic(agg) {
 		return apierr.Invalid("agg", "Choose one of mean, variance, min, max, sum, count.")
 	}
 	var v *float64

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	sq "github.com/Masterminds/squirrel"
@@ -133,12 +132,6 @@ func (s *Store) Delete(ctx context.Context, key int64, r Range) error {
 		return nil
 	})
 }
-
-// IsStatistic tells whether agg is one of the v1.6 statistics.
-func IsStatistic(agg string) bool { return slices.Contains(statistics, agg) }
-
-// statistics are the aggregates of the v1.6 statistics route.
-var statistics = []string{"mean", "variance", "min", "max", "sum", "count"}
 
 // Statistic computes one aggregate over the range (count and sum are 0, the others
 // null, without data) from the rollup tiers and the raw values at the range's edges,

@@ -226,6 +226,20 @@ func sourceTime(i int) string {
 	return "src.tile"
 }
 
+// The write path's statements per tier, built once (every write batch sends them).
+var (
+	addSQL       = perTier(func(i int) string { return addTilesSQL(tiers.All[i].Table) })
+	recomputeSQL = perTier(recomputeTilesSQL)
+)
+
+func perTier(sql func(i int) string) []string {
+	out := make([]string, len(tiers.All))
+	for i := range out {
+		out[i] = sql(i)
+	}
+	return out
+}
+
 // recomputeQueries recomputes every tier's tiles holding the given rows, finest first.
 func recomputeQueries(rows []row) []*pgx.QueuedQuery {
 	vars := make([]int64, len(rows))
@@ -238,7 +252,7 @@ func recomputeQueries(rows []row) []*pgx.QueuedQuery {
 		for j, r := range rows {
 			tiles[j] = time.UnixMilli(t.Floor(r.ts)).UTC()
 		}
-		qs = append(qs, &pgx.QueuedQuery{SQL: recomputeTilesSQL(i), Arguments: []any{vars, tiles}})
+		qs = append(qs, &pgx.QueuedQuery{SQL: recomputeSQL[i], Arguments: []any{vars, tiles}})
 	}
 	return qs
 }
@@ -246,8 +260,8 @@ func recomputeQueries(rows []row) []*pgx.QueuedQuery {
 // addQueries adds the rows' rollups to every tier (rows all new).
 func addQueries(rows []row) []*pgx.QueuedQuery {
 	var qs []*pgx.QueuedQuery
-	for _, t := range tiers.All {
-		qs = append(qs, &pgx.QueuedQuery{SQL: addTilesSQL(t.Table), Arguments: sumTiles(rows, t).args()})
+	for i, t := range tiers.All {
+		qs = append(qs, &pgx.QueuedQuery{SQL: addSQL[i], Arguments: sumTiles(rows, t).args()})
 	}
 	return qs
 }
@@ -263,7 +277,7 @@ func deleteTiles(ctx context.Context, tx pgx.Tx, key int64, start, end time.Time
 			key, first, last); err != nil {
 			return fmt.Errorf("delete %s: %w", t.Table, err)
 		}
-		if _, err := tx.Exec(ctx, recomputeTilesSQL(i), []int64{key, key}, []time.Time{first, last}); err != nil {
+		if _, err := tx.Exec(ctx, recomputeSQL[i], []int64{key, key}, []time.Time{first, last}); err != nil {
 			return fmt.Errorf("recompute %s: %w", t.Table, err)
 		}
 	}

@@ -45,9 +45,8 @@ type Chunk struct {
 
 // Tier is what a run did to one tier table.
 type Tier struct {
-	Table   string
-	Missing bool // the table does not exist or is not a hypertable: skipped
-	Chunks  int  // chunks dropped
+	Table  string
+	Chunks int // chunks dropped
 }
 
 // Result is what one run did.
@@ -222,26 +221,13 @@ func dropRaw(ctx context.Context, tx pgx.Tx, cutoff, now time.Time, res *Result)
 	return err
 }
 
-// dropTier drops a tier table's chunks that end by the cutoff, if the table is a
-// hypertable.
+// dropTier drops a tier table's chunks that end by the cutoff.
 func dropTier(ctx context.Context, tx pgx.Tx, cutoff time.Time, t *Tier) error {
 	if _, err := tx.Exec(ctx, runSettings); err != nil {
 		return err
 	}
-	name := `"` + t.Table + `"`
-	var ok bool
-	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT FROM timescaledb_information.hypertables h
-		JOIN pg_class c ON c.relname = h.hypertable_name
-		JOIN pg_namespace n ON n.oid = c.relnamespace AND n.nspname = h.hypertable_schema
-		WHERE c.oid = to_regclass($1))`, name).Scan(&ok); err != nil {
-		return err
-	}
-	if !ok {
-		t.Missing = true
-		return nil
-	}
 	return tx.QueryRow(ctx, `SELECT count(*) FROM drop_chunks($1::regclass, older_than => $2::timestamptz)`,
-		name, cutoff).Scan(&t.Chunks)
+		`"`+t.Table+`"`, cutoff).Scan(&t.Chunks)
 }
 
 // Every is how often `serve` runs the job (API.md §16: at least hourly).
@@ -279,9 +265,7 @@ func (j *Job) Run(ctx context.Context) (Result, error) {
 			attrs = append(attrs, "raw_horizon", res.Horizon.Format(time.RFC3339))
 		}
 		for _, t := range res.Tiers {
-			if !t.Missing {
-				attrs = append(attrs, t.Table+"_chunks", t.Chunks)
-			}
+			attrs = append(attrs, t.Table+"_chunks", t.Chunks)
 		}
 		log.Info("retention ran", attrs...)
 	}
