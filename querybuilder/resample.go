@@ -239,7 +239,11 @@ func Resample(r ResampleRequest) (Query, error) {
 	// (lead()): only the gaps are generated, and no join or grouping matches them with
 	// the buckets (a LEFT JOIN of a full series to buckets ran as a merge join on ord
 	// alone, quadratic: 12 s for the 8760 hours of a year; grouping a full series with
-	// them cost a third of a 1H resample over tiles).
+	// them cost a third of a 1H resample over tiles). The lead() pass (a sort and a
+	// window) runs only over variables with gaps: n keys without one span exactly n-1
+	// steps (keys are on the grid, and timestamp + k months is calendar arithmetic).
+	// That check is one hash aggregate, a seventh of the time of the window over the
+	// 16,900 buckets of bench-tiers case A.
 	fill := "NULL::float8"
 	if r.Aggregation == "count" || r.Aggregation == "sum" {
 		fill = "0::float8"
@@ -266,9 +270,13 @@ buckets AS (
   FROM `+from+`
   GROUP BY 1, 2
 ),
+gapped AS (
+  SELECT ord FROM buckets GROUP BY ord HAVING min(key) + (count(*) - 1) * ? <> max(key)
+),
 gaps AS (
   SELECT b.ord, k.key, `+fill+` AS value
-  FROM (SELECT ord, key, lead(key) OVER (PARTITION BY ord ORDER BY key) AS next FROM buckets) b
+  FROM (SELECT ord, key, lead(key) OVER (PARTITION BY ord ORDER BY key) AS next
+        FROM buckets WHERE ord IN (SELECT ord FROM gapped)) b
   CROSS JOIN LATERAL generate_series(b.key + ?, b.next - ?, ?) AS k(key)
   WHERE b.next > b.key + ?
 ),
@@ -278,8 +286,8 @@ filled AS (
 )
 `+unknownIDs+`
 UNION ALL
-SELECT ord, (extract(epoch FROM label) * 1000)::bigint, value FROM filled
-ORDER BY 1, 2 DESC`, g.key, g.step, g.step, g.step, g.step, g.label))
+SELECT ord, `+epochMillis("label")+`, value FROM filled
+ORDER BY 1, 2 DESC`, g.key, g.step, g.step, g.step, g.step, g.step, g.label))
 	return build(stmt, notes)
 }
 
@@ -322,9 +330,17 @@ result AS (
 )
 `+unknownIDs+`
 UNION ALL
-SELECT ord, (extract(epoch FROM ts) * 1000)::bigint, value FROM result
+SELECT ord, `+epochMillis("ts")+`, value FROM result
 ORDER BY 1, 2 NULLS FIRST`)
 	return build(stmt, notes)
+}
+
+// epochMillis is a timestamptz column as Unix milliseconds, through float8 rather than
+// extract()'s numeric (5% of a 1H resample of 100 variables over a week). Exact for
+// the whole milliseconds the service stores: float8 holds epoch microseconds to
+// within 1e-4 ms, far from round()'s halfway points.
+func epochMillis(col string) string {
+	return "round(date_part('epoch', " + col + ") * 1000)::bigint"
 }
 
 func build(s sq.Sqlizer, notes []string) (Query, error) {

@@ -47,5 +47,5 @@ SELECT r.ord, NULL::bigint AS ts, NULL::float8 AS value
 FROM req r
 WHERE NOT EXISTS (SELECT 1 FROM vars v WHERE v.ord = r.ord)
 UNION ALL
-SELECT ord, (extract(epoch FROM ts) * 1000)::bigint, value FROM result
+SELECT ord, round(date_part('epoch', ts) * 1000)::bigint, value FROM result
 ORDER BY 1, 2 NULLS FIRST

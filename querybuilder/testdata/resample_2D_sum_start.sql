@@ -66,9 +66,13 @@ buckets AS (
   FROM pts, origin
   GROUP BY 1, 2
 ),
+gapped AS (
+  SELECT ord FROM buckets GROUP BY ord HAVING min(key) + (count(*) - 1) * make_interval(days => ?) <> max(key)
+),
 gaps AS (
   SELECT b.ord, k.key, 0::float8 AS value
-  FROM (SELECT ord, key, lead(key) OVER (PARTITION BY ord ORDER BY key) AS next FROM buckets) b
+  FROM (SELECT ord, key, lead(key) OVER (PARTITION BY ord ORDER BY key) AS next
+        FROM buckets WHERE ord IN (SELECT ord FROM gapped)) b
   CROSS JOIN LATERAL generate_series(b.key + make_interval(days => ?), b.next - make_interval(days => ?), make_interval(days => ?)) AS k(key)
   WHERE b.next > b.key + make_interval(days => ?)
 ),
@@ -82,5 +86,5 @@ SELECT r.ord, NULL::bigint AS ts, NULL::float8 AS value
 FROM req r
 WHERE NOT EXISTS (SELECT 1 FROM vars v WHERE v.ord = r.ord)
 UNION ALL
-SELECT ord, (extract(epoch FROM label) * 1000)::bigint, value FROM filled
+SELECT ord, round(date_part('epoch', label) * 1000)::bigint, value FROM filled
 ORDER BY 1, 2 DESC

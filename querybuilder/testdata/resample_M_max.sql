@@ -58,9 +58,13 @@ buckets AS (
   FROM pts
   GROUP BY 1, 2
 ),
+gapped AS (
+  SELECT ord FROM buckets GROUP BY ord HAVING min(key) + (count(*) - 1) * interval '1 month' <> max(key)
+),
 gaps AS (
   SELECT b.ord, k.key, NULL::float8 AS value
-  FROM (SELECT ord, key, lead(key) OVER (PARTITION BY ord ORDER BY key) AS next FROM buckets) b
+  FROM (SELECT ord, key, lead(key) OVER (PARTITION BY ord ORDER BY key) AS next
+        FROM buckets WHERE ord IN (SELECT ord FROM gapped)) b
   CROSS JOIN LATERAL generate_series(b.key + interval '1 month', b.next - interval '1 month', interval '1 month') AS k(key)
   WHERE b.next > b.key + interval '1 month'
 ),
@@ -74,5 +78,5 @@ SELECT r.ord, NULL::bigint AS ts, NULL::float8 AS value
 FROM req r
 WHERE NOT EXISTS (SELECT 1 FROM vars v WHERE v.ord = r.ord)
 UNION ALL
-SELECT ord, (extract(epoch FROM label) * 1000)::bigint, value FROM filled
+SELECT ord, round(date_part('epoch', label) * 1000)::bigint, value FROM filled
 ORDER BY 1, 2 DESC
