@@ -72,34 +72,54 @@ const reqCTE = `WITH req AS (
         AS r(variable_id, variable_label, device_id, device_label, ord)
 )`
 
-// resolveJoin finds each reference's variable and device within the account. Each
-// branch is one unique-index lookup (variables.public_id; devices.public_id or
-// (account_id, label), then variables (device_id, label)); the branches exclude each
-// other, so at most one row comes back and a miss leaves NULLs (a per-entry 404).
-const resolveJoin = `LEFT JOIN LATERAL (
-    SELECT v.id, v.public_id, v.label, v.name, v.created_at,
-           d.public_id AS device_public_id, d.label AS device_label, d.name AS device_name, d.created_at AS device_created_at
-    FROM variables v JOIN devices d ON d.id = v.device_id
+// lookups find a reference's variable and device within the account (r: the
+// reference; v, d: the variable and its device). Each is one unique-index lookup
+// (variables.public_id; devices.public_id or (account_id, label), then variables
+// (device_id, label)) and they exclude each other, so at most one matches.
+var lookups = []string{`variables v JOIN devices d ON d.id = v.device_id
     WHERE v.account_id = ? AND v.public_id = r.variable_id
       AND (r.device_id = '' OR d.public_id = r.device_id)
-      AND (r.device_label = '' OR d.label = r.device_label)
-    UNION ALL
-    SELECT v.id, v.public_id, v.label, v.name, v.created_at,
-           d.public_id, d.label, d.name, d.created_at
-    FROM devices d JOIN variables v ON v.device_id = d.id AND v.label = r.variable_label
-    WHERE d.account_id = ? AND r.variable_id = '' AND d.public_id = r.device_id
-    UNION ALL
-    SELECT v.id, v.public_id, v.label, v.name, v.created_at,
-           d.public_id, d.label, d.name, d.created_at
-    FROM devices d JOIN variables v ON v.device_id = d.id AND v.label = r.variable_label
-    WHERE d.account_id = ? AND r.variable_id = '' AND d.label = r.device_label
-) v ON true`
+      AND (r.device_label = '' OR d.label = r.device_label)`,
+	`devices d JOIN variables v ON v.device_id = d.id
+    WHERE d.account_id = ? AND r.variable_id = '' AND d.public_id = r.device_id AND v.label = r.variable_label`,
+	`devices d JOIN variables v ON v.device_id = d.id
+    WHERE d.account_id = ? AND r.variable_id = '' AND d.label = r.device_label AND v.label = r.variable_label`}
+
+// resolveJoin joins every reference r to its variable and device: a LATERAL over the
+// lookups, where a miss leaves NULLs (a per-entry 404).
+var resolveJoin = func() string {
+	b := "LEFT JOIN LATERAL (\n"
+	for i, l := range lookups {
+		if i > 0 {
+			b += "\n    UNION ALL\n"
+		}
+		b += `    SELECT v.id, v.public_id, v.label, v.name, v.created_at,
+           d.public_id AS device_public_id, d.label AS device_label, d.name AS device_name, d.created_at AS device_created_at
+    FROM ` + l
+	}
+	return b + "\n) v ON true"
+}()
+
+// resolvedKeys selects the keys of the variables that refs find, as plain joins of the
+// lookups: unlike the LATERAL, a plan PostgreSQL may hand to a parallel worker.
+func resolvedKeys(refs []VariableRef, accountID int64) sq.Sqlizer {
+	var b []any
+	for i, l := range lookups {
+		if i > 0 {
+			b = append(b, "\n            UNION ALL\n")
+		}
+		b = append(b, sq.Expr(`            SELECT v.id
+            FROM unnest(?::text[], ?::text[], ?::text[], ?::text[]) AS r(variable_id, variable_label, device_id, device_label),
+                 `+l, append(refArrays(refs), accountID)...))
+	}
+	return sq.ConcatExpr(b...)
+}
 
 // Statistics compiles an E7 request into one statement: per reference, the variable
 // lookup above (res), then the summary rows of its range from the rollup tiers and raw
 // edges (tiers.go) for every aggregation but the percentiles. Percentiles need every
-// value: one GROUP BY over the raw values of all the requested variables (pct), a
-// statement PostgreSQL may run with parallel workers, unlike a LATERAL per variable.
+// value: GROUP BYs over the raw values of parts of the requested variables (pct),
+// which PostgreSQL runs side by side in parallel workers.
 // Only requested aggregations appear in it.
 func Statistics(r StatisticsRequest) (Query, error) {
 	if len(r.Variables) == 0 {
@@ -123,7 +143,7 @@ func Statistics(r StatisticsRequest) (Query, error) {
 		sq.Expr(",\nres AS (\n    SELECT r.ord, v.*\n    FROM req r "+resolveJoin+"\n)", r.AccountID, r.AccountID, r.AccountID)}
 	if len(fractions) > 0 {
 		prefix = append(prefix, percentileCTE(fractions, r, start, end))
-		notes = append(notes, `raw "values" for the percentiles, one GROUP BY over all the variables`)
+		notes = append(notes, fmt.Sprintf(`raw "values" for the percentiles, a GROUP BY over each of %d parts of the variables (a Parallel Append)`, min(len(r.Variables), percentileParts)))
 	}
 	ctes, cols := summaryCTEs(aggs, c)
 	b := psql.Select().PrefixExpr(sq.ConcatExpr(append(prefix, ctes)...)).From("res v").
@@ -142,28 +162,46 @@ func Statistics(r StatisticsRequest) (Query, error) {
 	return Query{SQL: sqlStr, Args: args, Notes: notes}, nil
 }
 
+// percentileParts is how many parts pct deals the references into. An ordered-set
+// aggregate has no partial form, so one GROUP BY runs in one process however many
+// workers PostgreSQL has; a UNION ALL of GROUP BYs over parts of the variables is a
+// Parallel Append, each part whole in one process. Four parts keep two or three
+// processes (the default max_parallel_workers_per_gather of 2, plus the leader) busy.
+// Measured for 100 variables × a week on 2 cores: 1.8 s in one part, 1.1 s in four
+// (docs/queries.md).
+const percentileParts = 4
+
 // percentileCTE is pct: the requested fractions of every resolved variable's values in
-// [start, end], by one ordered-set aggregate (one sort answers every fraction) in one
-// GROUP BY over all the variables, a plan PostgreSQL may run with parallel workers. It
-// resolves the references again rather than reading res (a CTE scan is parallel
-// restricted), in key order: a nested loop of index range scans then hands the rows
-// over grouped, with no sort of all of them (an IN (...) semi-join hashed the keys and
-// sorted 6 million rows on disk: 2.5 s where this takes 1.8 s; docs/queries.md).
+// [start, end], by one ordered-set aggregate per variable (one sort answers every
+// fraction). The references are dealt round-robin into percentileParts parts (the same
+// count in each), every part one GROUP BY that resolves its references again (a CTE
+// scan or a LATERAL would make the plan parallel restricted) and reads its variables
+// in key order: a nested loop of index range scans hands the rows over grouped, with
+// no sort of all of them (an IN (...) semi-join hashed the keys and sorted 6 million
+// rows on disk: 2.5 s where one part took 1.8 s). A variable referenced twice may be
+// in two parts: DISTINCT ON keeps one answer.
 func percentileCTE(fractions []string, r StatisticsRequest, start, end time.Time) sq.Sqlizer {
-	return sq.ConcatExpr(sq.Expr(`,
-pct AS (
-    SELECT ids.id AS variable_id,
+	parts := make([][]VariableRef, min(len(r.Variables), percentileParts))
+	for i, ref := range r.Variables {
+		parts[i%len(parts)] = append(parts[i%len(parts)], ref)
+	}
+	b := []any{",\npct AS (\n  SELECT DISTINCT ON (variable_id) * FROM (\n"}
+	for k, refs := range parts {
+		if k > 0 {
+			b = append(b, "\n    UNION ALL\n")
+		}
+		b = append(b, `    SELECT ids.id AS variable_id,
            percentile_cont(ARRAY[`+strings.Join(fractions, ", ")+`]::float8[]) WITHIN GROUP (ORDER BY x.value) AS pct
     FROM (
-        SELECT DISTINCT v.id
-        FROM unnest(?::text[], ?::text[], ?::text[], ?::text[]) AS r(variable_id, variable_label, device_id, device_label)
-        `, refArrays(r.Variables)...), sq.Expr(resolveJoin+`
-        WHERE v.id IS NOT NULL
-        ORDER BY v.id
+        SELECT DISTINCT k.id FROM (
+`, resolvedKeys(refs, r.AccountID), sq.Expr(`
+        ) k
+        ORDER BY k.id
     ) ids
     JOIN "values" x ON x.variable_id = ids.id AND x.ts BETWEEN ? AND ?
-    GROUP BY ids.id
-)`, r.AccountID, r.AccountID, r.AccountID, start, end))
+    GROUP BY ids.id`, start, end))
+	}
+	return sq.ConcatExpr(append(b, "\n  ) parts\n  ORDER BY variable_id\n)")...)
 }
 
 // identityColumns name the entry and what its reference resolved to (NULLs: not found).

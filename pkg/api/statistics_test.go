@@ -320,7 +320,9 @@ func TestStatisticsEntries(t *testing.T) {
 		statsBody{"variable": mine.VariableID, "device": "~elsewhere"}, // id on another device
 		statsBody{"variable": mine.VariableID, "device": "~" + dev},
 	}
-	ans := postStats(t, c, statsBody{"start": t0, "end": t0, "variables": vars, "aggregations": []string{"sum"}})
+	// p50 too: the percentiles resolve the references again, in parts (four here, with
+	// the same variable in each), and must still give one answer per entry
+	ans := postStats(t, c, statsBody{"start": t0, "end": t0, "variables": vars, "aggregations": []string{"sum", "p50"}})
 	results := ans["results"].([]any)
 	if len(results) != len(vars) {
 		t.Fatalf("%d entries for %d variables", len(results), len(vars))
@@ -337,7 +339,9 @@ func TestStatisticsEntries(t *testing.T) {
 			}
 			continue
 		}
-		if e["code"] != float64(200) || e["results"].(map[string]any)["sum"].(map[string]any)["value"] != float64(1) {
+		res := e["results"].(map[string]any)
+		if e["code"] != float64(200) || res["sum"].(map[string]any)["value"] != float64(1) ||
+			res["p50"].(map[string]any)["value"] != float64(1) {
 			t.Errorf("entry %d: %s", i, raw)
 		}
 		d, _ := json.Marshal(e["device"])

@@ -14,45 +14,45 @@ res AS (
       AND (r.device_label = '' OR d.label = r.device_label)
     UNION ALL
     SELECT v.id, v.public_id, v.label, v.name, v.created_at,
-           d.public_id, d.label, d.name, d.created_at
-    FROM devices d JOIN variables v ON v.device_id = d.id AND v.label = r.variable_label
-    WHERE d.account_id = ? AND r.variable_id = '' AND d.public_id = r.device_id
+           d.public_id AS device_public_id, d.label AS device_label, d.name AS device_name, d.created_at AS device_created_at
+    FROM devices d JOIN variables v ON v.device_id = d.id
+    WHERE d.account_id = ? AND r.variable_id = '' AND d.public_id = r.device_id AND v.label = r.variable_label
     UNION ALL
     SELECT v.id, v.public_id, v.label, v.name, v.created_at,
-           d.public_id, d.label, d.name, d.created_at
-    FROM devices d JOIN variables v ON v.device_id = d.id AND v.label = r.variable_label
-    WHERE d.account_id = ? AND r.variable_id = '' AND d.label = r.device_label
+           d.public_id AS device_public_id, d.label AS device_label, d.name AS device_name, d.created_at AS device_created_at
+    FROM devices d JOIN variables v ON v.device_id = d.id
+    WHERE d.account_id = ? AND r.variable_id = '' AND d.label = r.device_label AND v.label = r.variable_label
 ) v ON true
 ),
 pct AS (
+  SELECT DISTINCT ON (variable_id) * FROM (
     SELECT ids.id AS variable_id,
            percentile_cont(ARRAY[0.25, 0.5, 0.75]::float8[]) WITHIN GROUP (ORDER BY x.value) AS pct
     FROM (
-        SELECT DISTINCT v.id
-        FROM unnest(?::text[], ?::text[], ?::text[], ?::text[]) AS r(variable_id, variable_label, device_id, device_label)
-        LEFT JOIN LATERAL (
-    SELECT v.id, v.public_id, v.label, v.name, v.created_at,
-           d.public_id AS device_public_id, d.label AS device_label, d.name AS device_name, d.created_at AS device_created_at
-    FROM variables v JOIN devices d ON d.id = v.device_id
+        SELECT DISTINCT k.id FROM (
+            SELECT v.id
+            FROM unnest(?::text[], ?::text[], ?::text[], ?::text[]) AS r(variable_id, variable_label, device_id, device_label),
+                 variables v JOIN devices d ON d.id = v.device_id
     WHERE v.account_id = ? AND v.public_id = r.variable_id
       AND (r.device_id = '' OR d.public_id = r.device_id)
       AND (r.device_label = '' OR d.label = r.device_label)
-    UNION ALL
-    SELECT v.id, v.public_id, v.label, v.name, v.created_at,
-           d.public_id, d.label, d.name, d.created_at
-    FROM devices d JOIN variables v ON v.device_id = d.id AND v.label = r.variable_label
-    WHERE d.account_id = ? AND r.variable_id = '' AND d.public_id = r.device_id
-    UNION ALL
-    SELECT v.id, v.public_id, v.label, v.name, v.created_at,
-           d.public_id, d.label, d.name, d.created_at
-    FROM devices d JOIN variables v ON v.device_id = d.id AND v.label = r.variable_label
-    WHERE d.account_id = ? AND r.variable_id = '' AND d.label = r.device_label
-) v ON true
-        WHERE v.id IS NOT NULL
-        ORDER BY v.id
+            UNION ALL
+            SELECT v.id
+            FROM unnest(?::text[], ?::text[], ?::text[], ?::text[]) AS r(variable_id, variable_label, device_id, device_label),
+                 devices d JOIN variables v ON v.device_id = d.id
+    WHERE d.account_id = ? AND r.variable_id = '' AND d.public_id = r.device_id AND v.label = r.variable_label
+            UNION ALL
+            SELECT v.id
+            FROM unnest(?::text[], ?::text[], ?::text[], ?::text[]) AS r(variable_id, variable_label, device_id, device_label),
+                 devices d JOIN variables v ON v.device_id = d.id
+    WHERE d.account_id = ? AND r.variable_id = '' AND d.label = r.device_label AND v.label = r.variable_label
+        ) k
+        ORDER BY k.id
     ) ids
     JOIN "values" x ON x.variable_id = ids.id AND x.ts BETWEEN ? AND ?
     GROUP BY ids.id
+  ) parts
+  ORDER BY variable_id
 ),
 pts AS (
     SELECT x.variable_id, x.ts AS ts, 1 AS n, x.value AS sum, x.value AS min, x.value AS max, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS ks, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS m2, x.ts AS first_ts, x.value AS first_value, x.ts AS last_ts, x.value AS last_value, x.ts AS min_ts, x.ts AS max_ts

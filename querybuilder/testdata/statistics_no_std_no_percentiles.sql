@@ -14,14 +14,14 @@ res AS (
       AND (r.device_label = '' OR d.label = r.device_label)
     UNION ALL
     SELECT v.id, v.public_id, v.label, v.name, v.created_at,
-           d.public_id, d.label, d.name, d.created_at
-    FROM devices d JOIN variables v ON v.device_id = d.id AND v.label = r.variable_label
-    WHERE d.account_id = ? AND r.variable_id = '' AND d.public_id = r.device_id
+           d.public_id AS device_public_id, d.label AS device_label, d.name AS device_name, d.created_at AS device_created_at
+    FROM devices d JOIN variables v ON v.device_id = d.id
+    WHERE d.account_id = ? AND r.variable_id = '' AND d.public_id = r.device_id AND v.label = r.variable_label
     UNION ALL
     SELECT v.id, v.public_id, v.label, v.name, v.created_at,
-           d.public_id, d.label, d.name, d.created_at
-    FROM devices d JOIN variables v ON v.device_id = d.id AND v.label = r.variable_label
-    WHERE d.account_id = ? AND r.variable_id = '' AND d.label = r.device_label
+           d.public_id AS device_public_id, d.label AS device_label, d.name AS device_name, d.created_at AS device_created_at
+    FROM devices d JOIN variables v ON v.device_id = d.id
+    WHERE d.account_id = ? AND r.variable_id = '' AND d.label = r.device_label AND v.label = r.variable_label
 ) v ON true
 ),
 pts AS (
