@@ -119,17 +119,19 @@ func lastPoints() sq.Sqlizer {
 // branch's scans once per variable: 40 ms where this takes 28 for 100 variables).
 // guarded: only while zonecheck holds, else the raw values of the range (zoneCheck).
 func rangePoints(c cover, guarded bool, start, end *time.Time) sq.Sqlizer {
-	const keys = "ANY (ARRAY(SELECT id FROM vars))"
-	if guarded {
-		// in every branch: a wrapping subquery cost a projection per row
-		c.guard = " AND (SELECT ok FROM zonecheck)"
+	if !guarded {
+		return joinOrd(summaries("ANY (ARRAY(SELECT id FROM vars))", c))
 	}
-	rows := summaries(keys, c)
-	if guarded {
-		rows = sq.ConcatExpr(rows, `
+	// The guard picks the keys (an init plan, once) rather than filtering each branch:
+	// a one-time filter per branch cost a node every row passes, 5% of case A.
+	rows := sq.ConcatExpr(summaries("ANY (ARRAY(SELECT id FROM vars WHERE (SELECT ok FROM zonecheck)))", c), `
     UNION ALL
-    `, rawSummaries(keys, sq.ConcatExpr(inRange("x.ts", start, end), " AND NOT (SELECT ok FROM zonecheck)")))
-	}
+    `, rawSummaries("ANY (ARRAY(SELECT id FROM vars WHERE NOT (SELECT ok FROM zonecheck)))", inRange("x.ts", start, end)))
+	return joinOrd(rows)
+}
+
+// joinOrd gives every summary row its variable's position in the request.
+func joinOrd(rows sq.Sqlizer) sq.Sqlizer {
 	return sq.ConcatExpr("  SELECT vars.ord, p.*\n  FROM vars\n  JOIN (\n    ", rows, "\n  ) p ON p.variable_id = vars.id")
 }
 

@@ -47,7 +47,6 @@ type cover struct {
 	start  time.Time  // the range's first instant (epoch 0 when none was given)
 	end    *time.Time // its last, inclusive (nil: the database's now())
 	lo, hi []time.Time
-	guard  string // SQL condition every branch also has ("" for none)
 }
 
 // newCover splits [start, end] over the first usable tiers (0: raw values only). An
@@ -131,15 +130,15 @@ func summaries(key string, c cover) sq.Sqlizer {
 		upTo = sq.Expr("x.ts <= ?", *c.end)
 	}
 	parts := []any{
-		rawSummaries(key, sq.Expr("x.ts >= ? AND x.ts < ?"+c.guard, c.start, c.lo[0])),
-		rawSummaries(key, sq.ConcatExpr(sq.Expr("x.ts >= ? AND ", c.hi[0]), upTo, c.guard)),
+		rawSummaries(key, sq.Expr("x.ts >= ? AND x.ts < ?", c.start, c.lo[0])),
+		rawSummaries(key, sq.ConcatExpr(sq.Expr("x.ts >= ? AND ", c.hi[0]), upTo)),
 	}
 	for i, t := range tiers.All {
 		if i == last {
-			parts = append(parts, tileRows(key, t, c.lo[i], c.hi[i], c.guard))
+			parts = append(parts, tileRows(key, t, c.lo[i], c.hi[i]))
 			continue
 		}
-		parts = append(parts, tileRows(key, t, c.lo[i], c.lo[i+1], c.guard), tileRows(key, t, c.hi[i+1], c.hi[i], c.guard))
+		parts = append(parts, tileRows(key, t, c.lo[i], c.lo[i+1]), tileRows(key, t, c.hi[i+1], c.hi[i]))
 	}
 	var b []any
 	for i, p := range parts {
@@ -152,10 +151,10 @@ func summaries(key string, c cover) sq.Sqlizer {
 }
 
 // tileRows are the tiles of t in [lo, hi).
-func tileRows(key string, t tiers.Tier, lo, hi time.Time, guard string) sq.Sqlizer {
+func tileRows(key string, t tiers.Tier, lo, hi time.Time) sq.Sqlizer {
 	return sq.Expr(`SELECT `+tileColumns+`
     FROM `+t.Table+` m
-    WHERE m.variable_id = `+key+` AND m.tile >= ? AND m.tile < ?`+guard, lo, hi)
+    WHERE m.variable_id = `+key+` AND m.tile >= ? AND m.tile < ?`, lo, hi)
 }
 
 // rawSummaries is the summary rows of the raw values of key with a timestamp in

@@ -6,12 +6,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	an "github.com/sensordata/sensorapi/pkg/analytics"
 	"github.com/sensordata/sensorapi/pkg/ingest"
 	"github.com/sensordata/sensorapi/pkg/store"
 	"github.com/sensordata/sensorapi/pkg/testenv"
@@ -478,6 +480,70 @@ func TestZoneCheckAgainstTheDatabase(t *testing.T) {
 	if ask(q) {
 		t.Error("Kathmandu's offsets pass as Kolkata's")
 	}
+}
+
+// TestZoneGuardFallsBackToRawValues: a resample whose zone check fails (the database's
+// tz data disagrees with the service's) reads raw values only. Inside a transaction
+// that is rolled back, the tiles of a fresh variable are made wrong: the statement then
+// answers from them (its answer changes), the same statement with its check forced
+// false does not (its answer is the one from before).
+func TestZoneGuardFallsBackToRawValues(t *testing.T) {
+	ctx := context.Background()
+	c := env.Client(t).As(env.NewAccount(t))
+	const t0 = int64(1767225600000)
+	pts := make([]testenv.Point, 1500)
+	for i := range pts {
+		pts[i] = testenv.Point{TS: t0 + 3500 + int64(i)*7000, Value: float64(i % 13)}
+	}
+	s := env.Seed(t, c.Token, "zone-guard", "v", pts)
+	start, end := time.UnixMilli(t0+1234).UTC(), time.UnixMilli(t0+3*3_600_000-567).UTC()
+	q, err := querybuilder.Resample(querybuilder.ResampleRequest{AccountID: s.AccountID, VariableIDs: []string{s.VariableID},
+		Aggregation: "sum", Period: querybuilder.Period{Unit: querybuilder.Hour, N: 1}, Zone: "Asia/Kathmandu",
+		Start: &start, End: &end})
+	if err != nil {
+		t.Fatal(err)
+	}
+	forced := q
+	forced.SQL = strings.Replace(q.SQL, "coalesce(bool_and(", "coalesce(false AND bool_and(", 1)
+	if forced.SQL == q.SQL {
+		t.Fatal("the statement carries no zone check")
+	}
+	tx, err := env.DB.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	run := func(q querybuilder.Query) []an.Row {
+		t.Helper()
+		var rows []an.Row
+		if err := tx.NewRaw(q.SQL, store.BindArgs(q.Args)...).Scan(ctx, &rows); err != nil {
+			t.Fatal(err)
+		}
+		return rows
+	}
+	before := run(q)
+	if len(before) < 3 {
+		t.Fatalf("%d buckets for 3 hours", len(before))
+	}
+	for _, tier := range tiers.All {
+		if _, err := tx.ExecContext(ctx, "UPDATE "+tier.Table+" SET sum = sum + 1000 WHERE variable_id = ?", s.VariableKey); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if reflect.DeepEqual(run(q), before) {
+		t.Fatal("the statement did not read the tiles made wrong")
+	}
+	if got := run(forced); !reflect.DeepEqual(got, before) {
+		t.Errorf("with the zone check failing the statement still read tiles:\n got %s\nwant %s", rowsText(got), rowsText(before))
+	}
+}
+
+func rowsText(rows []an.Row) string {
+	var b strings.Builder
+	for _, r := range rows {
+		fmt.Fprintf(&b, "(%d %v %v) ", r.Ord, *r.TS, *r.Value)
+	}
+	return b.String()
 }
 
 // TestExplainSaysWhichTiers: explain answers name the tiers a statement reads over
