@@ -142,8 +142,8 @@ func Statistics(r StatisticsRequest) (Query, error) {
 	prefix := []any{sq.Expr(reqCTE, refArrays(r.Variables)...),
 		sq.Expr(",\nres AS (\n    SELECT r.ord, v.*\n    FROM req r "+resolveJoin+"\n)", r.AccountID, r.AccountID, r.AccountID)}
 	if len(fractions) > 0 {
-		prefix = append(prefix, percentileCTE(fractions, r, start, end))
-		notes = append(notes, fmt.Sprintf(`raw "values" for the percentiles, a GROUP BY over each of %d parts of the variables (a Parallel Append)`, min(len(r.Variables), percentileParts)))
+		pct, note := percentileCTE(fractions, r, start, end)
+		prefix, notes = append(prefix, pct), append(notes, note)
 	}
 	ctes, cols := summaryCTEs(aggs, c)
 	b := psql.Select().PrefixExpr(sq.ConcatExpr(append(prefix, ctes)...)).From("res v").
@@ -179,8 +179,8 @@ const percentileParts = 4
 // in key order: a nested loop of index range scans hands the rows over grouped, with
 // no sort of all of them (an IN (...) semi-join hashed the keys and sorted 6 million
 // rows on disk: 2.5 s where one part took 1.8 s). A variable referenced twice may be
-// in two parts: DISTINCT ON keeps one answer.
-func percentileCTE(fractions []string, r StatisticsRequest, start, end time.Time) sq.Sqlizer {
+// in two parts: DISTINCT ON keeps one answer. note says so for explain.
+func percentileCTE(fractions []string, r StatisticsRequest, start, end time.Time) (pct sq.Sqlizer, note string) {
 	parts := make([][]VariableRef, min(len(r.Variables), percentileParts))
 	for i, ref := range r.Variables {
 		parts[i%len(parts)] = append(parts[i%len(parts)], ref)
@@ -201,7 +201,8 @@ func percentileCTE(fractions []string, r StatisticsRequest, start, end time.Time
     JOIN "values" x ON x.variable_id = ids.id AND x.ts BETWEEN ? AND ?
     GROUP BY ids.id`, start, end))
 	}
-	return sq.ConcatExpr(append(b, "\n  ) parts\n  ORDER BY variable_id\n)")...)
+	return sq.ConcatExpr(append(b, "\n  ) parts\n  ORDER BY variable_id\n)")...),
+		fmt.Sprintf(`raw "values" for the percentiles, a GROUP BY over each of %d parts of the variables (a Parallel Append)`, len(parts))
 }
 
 // identityColumns name the entry and what its reference resolved to (NULLs: not found).
