@@ -36,12 +36,19 @@ func (p Period) String() string {
 
 // Aggregations of E8/E9, each a SQL aggregate over summary rows (n, sum, min, max),
 // which stand for one value or one whole tile of values (tiers.go).
-var aggregates = map[string]string{
-	"mean":  "sum(sum) / sum(n)",
-	"min":   "min(min)",
-	"max":   "max(max)",
-	"count": "sum(n)::float8",
-	"sum":   "sum(sum)",
+var aggregates = map[string]aggregate{
+	"mean":  {"sum(sum) / sum(n)", []string{"n", "sum"}},
+	"min":   {"min(min)", []string{"min"}},
+	"max":   {"max(max)", []string{"max"}},
+	"count": {"sum(n)::float8", []string{"n"}},
+	"sum":   {"sum(sum)", []string{"sum"}},
+}
+
+// aggregate is an E8/E9 aggregation over summary rows: its expression, and the summary
+// columns a resample reads for it.
+type aggregate struct {
+	expr string
+	cols []string
 }
 
 // IsResampleAggregation tells whether name is an E8/E9 aggregation.
@@ -82,8 +89,9 @@ WHERE NOT EXISTS (SELECT 1 FROM vars v WHERE v.ord = r.ord)`
 
 // sources is the common head: the requested ids with their positions, the variables
 // they name in the account, any further CTEs (each a ",\nname AS (...)"), and the
-// summary rows of the values in range (pts: ord and the columns of summaries); a row
-// stands for one value or one whole tile.
+// summary rows of the values in range (pts: variable_id, ts and summary columns, for
+// E9 with each variable's position ord too); a row stands for one value or one whole
+// tile.
 func sources(accountID int64, ids []string, pts sq.Sqlizer, ctes ...any) sq.Sqlizer {
 	head := sq.Expr(`WITH req AS (
   SELECT r.ord, r.public_id
@@ -102,37 +110,37 @@ const lastNote = "raw values: the last 100 of each variable (no range)"
 
 // lastPoints: without a range (API.md §8), each variable's last 100 values come from a
 // LATERAL top-N that walks the (variable_id, ts DESC) index backwards and stops after
-// 100 rows.
-func lastPoints() sq.Sqlizer {
-	return sq.Expr(`  SELECT vars.ord, p.*
-  FROM vars
-  CROSS JOIN LATERAL (
-    SELECT ` + rawColumns("") + ` FROM "values"
-    WHERE variable_id = vars.id
-    ORDER BY ts DESC
-    LIMIT 100
-  ) p`)
+// 100 rows (once per variable, however often it is requested).
+func lastPoints(cols []string) sq.Sqlizer {
+	return sq.Expr(`    SELECT p.*
+    FROM (SELECT DISTINCT id FROM vars) v
+    CROSS JOIN LATERAL (
+      SELECT ` + rawColumns("", cols) + ` FROM "values"
+      WHERE variable_id = v.id
+      ORDER BY ts DESC
+      LIMIT 100
+    ) p`)
 }
 
-// rangePoints are the summary rows of each variable's values over the cover, every
-// branch one index scan for all the variables (a LATERAL per variable restarted each
-// branch's scans once per variable: 40 ms where this takes 28 for 100 variables).
-// guarded: only while zonecheck holds, else the raw values of the range (zoneCheck).
-func rangePoints(c cover, guarded bool, start, end *time.Time) sq.Sqlizer {
+// rangePoints are the summary rows (columns cols) of each variable's values over the
+// cover, every branch one index scan for all the variables (a LATERAL per variable
+// restarted each branch's scans once per variable: 40 ms where this takes 28 for 100
+// variables). guarded: only while zonecheck holds, else the raw values of the range
+// (zoneCheck).
+func rangePoints(c cover, guarded bool, start, end *time.Time, cols []string) sq.Sqlizer {
 	if !guarded {
-		return joinOrd(summaries("ANY (ARRAY(SELECT id FROM vars))", c))
+		return sq.ConcatExpr("    ", summaries("ANY (ARRAY(SELECT id FROM vars))", c, cols))
 	}
 	// The guard picks the keys (an init plan, once) rather than filtering each branch:
 	// a one-time filter per branch cost a node every row passes, 5% of case A.
-	rows := sq.ConcatExpr(summaries("ANY (ARRAY(SELECT id FROM vars WHERE (SELECT ok FROM zonecheck)))", c), `
+	return sq.ConcatExpr("    ", summaries("ANY (ARRAY(SELECT id FROM vars WHERE (SELECT ok FROM zonecheck)))", c, cols), `
     UNION ALL
-    `, rawSummaries("ANY (ARRAY(SELECT id FROM vars WHERE NOT (SELECT ok FROM zonecheck)))", inRange("x.ts", start, end)))
-	return joinOrd(rows)
+    `, rawSummaries("ANY (ARRAY(SELECT id FROM vars WHERE NOT (SELECT ok FROM zonecheck)))", inRange("x.ts", start, end), cols))
 }
 
 // joinOrd gives every summary row its variable's position in the request.
 func joinOrd(rows sq.Sqlizer) sq.Sqlizer {
-	return sq.ConcatExpr("  SELECT vars.ord, p.*\n  FROM vars\n  JOIN (\n    ", rows, "\n  ) p ON p.variable_id = vars.id")
+	return sq.ConcatExpr("  SELECT vars.ord, p.*\n  FROM vars\n  JOIN (\n", rows, "\n  ) p ON p.variable_id = vars.id")
 }
 
 // inRange is the range rule's predicate on a ts column (one bound may be open; "only
@@ -188,7 +196,7 @@ func gridFor(p Period, zone string, first sq.Sqlizer) grid {
 			// the instant of local midnight of the day of the earliest point
 			origin: sq.Expr(`SELECT ? AS at FROM (SELECT (fp.ts AT TIME ZONE ?)::date::timestamp AS day FROM (?) fp) d`,
 				localMidnight("d.day", zone), zone, first),
-			key:   sq.Expr("time_bucket(?, pts.ts, origin.at)", width),
+			key:   sq.Expr("time_bucket(?, pts.ts, (SELECT at FROM origin))", width),
 			step:  width,
 			label: sq.Expr("g.key"),
 		}
@@ -196,7 +204,7 @@ func gridFor(p Period, zone string, first sq.Sqlizer) grid {
 		return grid{
 			// the local date of the earliest point; buckets are n local dates from it
 			origin: sq.Expr(`SELECT (fp.ts AT TIME ZONE ?)::date AS day FROM (?) fp`, zone, first),
-			key:    sq.Expr("(origin.day + ((pts.ts AT TIME ZONE ?)::date - origin.day) / ? * ?)::timestamp", zone, p.N, p.N),
+			key:    sq.Expr("((SELECT day FROM origin) + ((pts.ts AT TIME ZONE ?)::date - (SELECT day FROM origin)) / ? * ?)::timestamp", zone, p.N, p.N),
 			step:   sq.Expr("make_interval(days => ?)", p.N),
 			label:  localMidnight("g.key", zone),
 		}
@@ -250,27 +258,33 @@ func Resample(r ResampleRequest) (Query, error) {
 	if r.Aggregation == "count" || r.Aggregation == "sum" {
 		fill = "0::float8"
 	}
-	pts, ctes, notes := lastPoints(), []any{}, []string{lastNote}
+	pts, ctes, notes := lastPoints(agg.cols), []any{}, []string{lastNote}
 	var c *cover
 	if r.Start != nil || r.End != nil {
 		zp := planZone(r.Period, r.Zone, r.Start, r.End)
 		cv := newCover(r.Start, r.End, zp.usable, r.RawHorizon)
-		pts, ctes, c = rangePoints(cv, true, r.Start, r.End), []any{",\nzonecheck AS MATERIALIZED (\n  ", zoneCheck(r.Zone, zp), "\n)"}, &cv
+		pts, ctes, c = rangePoints(cv, true, r.Start, r.End, agg.cols), []any{",\nzonecheck AS MATERIALIZED (\n  ", zoneCheck(r.Zone, zp), "\n)"}, &cv
 		notes = append(zp.notes(), cv.notes()...)
 	}
 	g := gridFor(r.Period, r.Zone, earliest(r.Start, r.End, c))
 	var origin any = "" // W and M need no origin
-	from := "pts"
 	if g.origin != nil {
 		// MATERIALIZED: inlined, the one-row min(ts) became the inner side of a nested
 		// loop and was recomputed for every point (quadratic, seconds for 10k points)
-		origin, from = sq.Expr(",\norigin AS MATERIALIZED (\n  ?\n)", g.origin), "pts, origin"
+		origin = sq.Expr(",\norigin AS MATERIALIZED (\n  ?\n)", g.origin)
 	}
+	// Buckets are grouped by variable and only then given their position: joining the
+	// positions first put a hash join in the path of every summary row (7 of the 60 ms
+	// of bench-tiers case A in psql). pts holds the columns the aggregate reads only.
 	stmt := sq.ConcatExpr(sources(r.AccountID, r.VariableIDs, pts, ctes...), origin, sq.Expr(`,
 buckets AS (
-  SELECT pts.ord, ? AS key, `+agg+` AS value
-  FROM `+from+`
-  GROUP BY 1, 2
+  SELECT vars.ord, b.key, b.value
+  FROM (
+    SELECT pts.variable_id, ? AS key, `+agg.expr+` AS value
+    FROM pts
+    GROUP BY 1, 2
+  ) b
+  JOIN vars ON vars.id = b.variable_id
 ),
 gapped AS (
   SELECT ord FROM buckets GROUP BY ord HAVING min(key) + (count(*) - 1) * ? <> max(key)
@@ -310,23 +324,23 @@ func Aggregation(r AggregationRequest) (Query, error) {
 		// first(ts, ROW(±extreme, ts)): the earliest row holding the extreme, in the
 		// same pass as the aggregate (a DISTINCT ON sorted the rows: 4x slower)
 		at := map[string]string{"min": "first(min_ts, ROW(min, min_ts))", "max": "first(max_ts, ROW(-max, max_ts))"}[r.Aggregation]
-		result = `SELECT ord, ` + at + ` AS ts, ` + agg + ` AS value FROM pts GROUP BY ord`
+		result = `SELECT ord, ` + at + ` AS ts, ` + agg.expr + ` AS value FROM pts GROUP BY ord`
 		if r.Join {
 			result = `SELECT 0 AS ord, ts, value FROM (
   ` + result + `
 ) e ORDER BY value ` + dir + `, ts LIMIT 1`
 		}
 	case r.Join:
-		result = `SELECT 0 AS ord, max(last_ts) AS ts, ` + agg + ` AS value FROM pts HAVING count(*) > 0`
+		result = `SELECT 0 AS ord, max(last_ts) AS ts, ` + agg.expr + ` AS value FROM pts HAVING count(*) > 0`
 	default:
-		result = `SELECT ord, max(last_ts) AS ts, ` + agg + ` AS value FROM pts GROUP BY ord`
+		result = `SELECT ord, max(last_ts) AS ts, ` + agg.expr + ` AS value FROM pts GROUP BY ord`
 	}
-	pts, notes := lastPoints(), []string{lastNote}
+	rows, notes := lastPoints(summaryColumns), []string{lastNote}
 	if r.Start != nil || r.End != nil {
 		c := newCover(r.Start, r.End, len(tiers.All), r.RawHorizon)
-		pts, notes = rangePoints(c, false, r.Start, r.End), c.notes()
+		rows, notes = rangePoints(c, false, r.Start, r.End, summaryColumns), c.notes()
 	}
-	stmt := sq.ConcatExpr(sources(r.AccountID, r.VariableIDs, pts), `,
+	stmt := sq.ConcatExpr(sources(r.AccountID, r.VariableIDs, joinOrd(rows)), `,
 result AS (
   `+result+`
 )

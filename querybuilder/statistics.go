@@ -267,7 +267,7 @@ func IsVariableStatistic(agg string) bool {
 func VariableStatistic(key int64, agg string, start, end time.Time, horizon *time.Time) (Query, error) {
 	start, end = start.UTC(), end.UTC()
 	c := newCover(&start, &end, len(tiers.All), horizon)
-	rows := summaries("(SELECT id FROM k)", c)
+	rows := summaries("(SELECT id FROM k)", c, summaryColumns)
 	expr, ok := variableStatistics[agg]
 	var stmt sq.Sqlizer
 	switch {
@@ -304,7 +304,7 @@ func summaryCTEs(aggs []string, c cover) (sq.Sqlizer, []string) {
 			out = append(out, "s."+col[strings.LastIndex(col, " ")+1:])
 		}
 	}
-	return sq.ConcatExpr(",\npts AS (\n    ", summaries("ANY (ARRAY(SELECT id FROM res WHERE id IS NOT NULL))", c), `
+	return sq.ConcatExpr(",\npts AS (\n    ", summaries("ANY (ARRAY(SELECT id FROM res WHERE id IS NOT NULL))", c, summaryColumns), `
 ),
 s AS (
     SELECT x.variable_id, `+strings.Join(exprs, ",\n           ")+`

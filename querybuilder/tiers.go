@@ -22,17 +22,40 @@ import (
 // its tiles never straddle a bucket edge (tiers.FitZone, checked again against the
 // database's own tz data when the statement runs: zoneCheck).
 
-// rawColumns turn a raw value (columns prefix.ts, prefix.value) into a summary row: its
-// own min, so its shifted sum and spread are 0 (none beyond ±1e150, as for tiles).
-func rawColumns(prefix string) string {
+// summaryColumns are all the columns of a summary row after variable_id and ts. A
+// statement that needs fewer asks for those only (a resample's mean reads n and sum):
+// every column a row carries costs its branch a projection.
+var summaryColumns = []string{"n", "sum", "min", "max", "ks", "m2", "first_ts", "first_value", "last_ts", "last_value", "min_ts", "max_ts"}
+
+// rawColumns turn a raw value (columns prefix.ts, prefix.value) into a summary row of
+// the columns cols: its own min, so its shifted sum and spread are 0 (none beyond
+// ±1e150, as for tiles).
+func rawColumns(prefix string, cols []string) string {
 	v, t := prefix+"value", prefix+"ts"
-	none := "CASE WHEN abs(" + v + ") <= 1e150 THEN 0::float8 END"
-	return prefix + "variable_id, " + t + " AS ts, 1 AS n, " + v + " AS sum, " + v + " AS min, " + v + " AS max, " + none + " AS ks, " + none + " AS m2, " +
-		t + " AS first_ts, " + v + " AS first_value, " + t + " AS last_ts, " + v + " AS last_value, " + t + " AS min_ts, " + t + " AS max_ts"
+	out := []string{prefix + "variable_id", t + " AS ts"}
+	for _, c := range cols {
+		e := t // first_ts, last_ts, min_ts, max_ts
+		switch c {
+		case "n":
+			e = "1"
+		case "sum", "min", "max", "first_value", "last_value":
+			e = v
+		case "ks", "m2":
+			e = "CASE WHEN abs(" + v + ") <= 1e150 THEN 0::float8 END"
+		}
+		out = append(out, e+" AS "+c)
+	}
+	return strings.Join(out, ", ")
 }
 
-// tileColumns select a tile as a summary row (ts = its start).
-const tileColumns = "m.variable_id, m.tile AS ts, m.n, m.sum, m.min, m.max, m.ks, m.m2, m.first_ts, m.first_value, m.last_ts, m.last_value, m.min_ts, m.max_ts"
+// tileColumns select a tile as a summary row of the columns cols (ts = its start).
+func tileColumns(cols []string) string {
+	out := []string{"m.variable_id", "m.tile AS ts"}
+	for _, c := range cols {
+		out = append(out, "m."+c)
+	}
+	return strings.Join(out, ", ")
+}
 
 // nowMargin: without an end a range runs to the database's now(). The tiles are read
 // up to the service's clock minus this margin, the rest raw up to now(), so that clocks
@@ -115,30 +138,30 @@ func (c cover) notes() []string {
 	return append(out, `raw "values": the partial minutes at both ends`)
 }
 
-// summaries selects summary rows (variable_id, ts, n, sum, min, max, ks, m2, first_ts,
-// first_value, last_ts, last_value, min_ts, max_ts) that together hold exactly the
+// summaries selects summary rows (variable_id, ts and the columns cols of
+// summaryColumns) that together hold exactly the
 // values in the range of the variables whose key matches "= key" (key: SQL text, a
 // column of an outer row or ANY of an array): a row per tile of
 // the cover, a row per raw value at its edges. The branches exclude each other by time,
 // and each is one range scan of an index on (variable, time) with constant bounds, so
 // TimescaleDB excludes the chunks outside them when it plans the statement. The text is
 // the same for every range: empty spans are empty bounds.
-func summaries(key string, c cover) sq.Sqlizer {
+func summaries(key string, c cover, cols []string) sq.Sqlizer {
 	last := len(tiers.All) - 1
 	upTo := sq.Expr("x.ts <= now()")
 	if c.end != nil {
 		upTo = sq.Expr("x.ts <= ?", *c.end)
 	}
 	parts := []any{
-		rawSummaries(key, sq.Expr("x.ts >= ? AND x.ts < ?", c.start, c.lo[0])),
-		rawSummaries(key, sq.ConcatExpr(sq.Expr("x.ts >= ? AND ", c.hi[0]), upTo)),
+		rawSummaries(key, sq.Expr("x.ts >= ? AND x.ts < ?", c.start, c.lo[0]), cols),
+		rawSummaries(key, sq.ConcatExpr(sq.Expr("x.ts >= ? AND ", c.hi[0]), upTo), cols),
 	}
 	for i, t := range tiers.All {
 		if i == last {
-			parts = append(parts, tileRows(key, t, c.lo[i], c.hi[i]))
+			parts = append(parts, tileRows(key, t, c.lo[i], c.hi[i], cols))
 			continue
 		}
-		parts = append(parts, tileRows(key, t, c.lo[i], c.lo[i+1]), tileRows(key, t, c.hi[i+1], c.hi[i]))
+		parts = append(parts, tileRows(key, t, c.lo[i], c.lo[i+1], cols), tileRows(key, t, c.hi[i+1], c.hi[i], cols))
 	}
 	var b []any
 	for i, p := range parts {
@@ -151,16 +174,16 @@ func summaries(key string, c cover) sq.Sqlizer {
 }
 
 // tileRows are the tiles of t in [lo, hi).
-func tileRows(key string, t tiers.Tier, lo, hi time.Time) sq.Sqlizer {
-	return sq.Expr(`SELECT `+tileColumns+`
+func tileRows(key string, t tiers.Tier, lo, hi time.Time, cols []string) sq.Sqlizer {
+	return sq.Expr(`SELECT `+tileColumns(cols)+`
     FROM `+t.Table+` m
     WHERE m.variable_id = `+key+` AND m.tile >= ? AND m.tile < ?`, lo, hi)
 }
 
 // rawSummaries is the summary rows of the raw values of key with a timestamp in
 // range (SQL conditions on x.ts).
-func rawSummaries(key string, cond sq.Sqlizer) sq.Sqlizer {
-	return sq.ConcatExpr(`SELECT `+rawColumns("x.")+`
+func rawSummaries(key string, cond sq.Sqlizer, cols []string) sq.Sqlizer {
+	return sq.ConcatExpr(`SELECT `+rawColumns("x.", cols)+`
     FROM "values" x
     WHERE x.variable_id = `+key+` AND `, cond)
 }

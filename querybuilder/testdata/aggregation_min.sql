@@ -10,12 +10,16 @@ vars AS (
 pts AS (
   SELECT vars.ord, p.*
   FROM vars
-  CROSS JOIN LATERAL (
-    SELECT variable_id, ts AS ts, 1 AS n, value AS sum, value AS min, value AS max, CASE WHEN abs(value) <= 1e150 THEN 0::float8 END AS ks, CASE WHEN abs(value) <= 1e150 THEN 0::float8 END AS m2, ts AS first_ts, value AS first_value, ts AS last_ts, value AS last_value, ts AS min_ts, ts AS max_ts FROM "values"
-    WHERE variable_id = vars.id
-    ORDER BY ts DESC
-    LIMIT 100
-  ) p
+  JOIN (
+    SELECT p.*
+    FROM (SELECT DISTINCT id FROM vars) v
+    CROSS JOIN LATERAL (
+      SELECT variable_id, ts AS ts, 1 AS n, value AS sum, value AS min, value AS max, CASE WHEN abs(value) <= 1e150 THEN 0::float8 END AS ks, CASE WHEN abs(value) <= 1e150 THEN 0::float8 END AS m2, ts AS first_ts, value AS first_value, ts AS last_ts, value AS last_value, ts AS min_ts, ts AS max_ts FROM "values"
+      WHERE variable_id = v.id
+      ORDER BY ts DESC
+      LIMIT 100
+    ) p
+  ) p ON p.variable_id = vars.id
 ),
 result AS (
   SELECT ord, first(min_ts, ROW(min, min_ts)) AS ts, min(min) AS value FROM pts GROUP BY ord

@@ -8,14 +8,14 @@ vars AS (
   JOIN variables v ON v.public_id = req.public_id AND v.account_id = ?
 ),
 pts AS (
-  SELECT vars.ord, p.*
-  FROM vars
-  CROSS JOIN LATERAL (
-    SELECT variable_id, ts AS ts, 1 AS n, value AS sum, value AS min, value AS max, CASE WHEN abs(value) <= 1e150 THEN 0::float8 END AS ks, CASE WHEN abs(value) <= 1e150 THEN 0::float8 END AS m2, ts AS first_ts, value AS first_value, ts AS last_ts, value AS last_value, ts AS min_ts, ts AS max_ts FROM "values"
-    WHERE variable_id = vars.id
-    ORDER BY ts DESC
-    LIMIT 100
-  ) p
+    SELECT p.*
+    FROM (SELECT DISTINCT id FROM vars) v
+    CROSS JOIN LATERAL (
+      SELECT variable_id, ts AS ts, 1 AS n FROM "values"
+      WHERE variable_id = v.id
+      ORDER BY ts DESC
+      LIMIT 100
+    ) p
 ),
 origin AS MATERIALIZED (
   SELECT least(d.day AT TIME ZONE ?, (
@@ -23,9 +23,13 @@ origin AS MATERIALIZED (
     WHERE e AT TIME ZONE ? = d.day)) AS at FROM (SELECT (fp.ts AT TIME ZONE ?)::date::timestamp AS day FROM (SELECT min(ts) AS ts FROM pts) fp) d
 ),
 buckets AS (
-  SELECT pts.ord, time_bucket(make_interval(hours => ?), pts.ts, origin.at) AS key, sum(n)::float8 AS value
-  FROM pts, origin
-  GROUP BY 1, 2
+  SELECT vars.ord, b.key, b.value
+  FROM (
+    SELECT pts.variable_id, time_bucket(make_interval(hours => ?), pts.ts, (SELECT at FROM origin)) AS key, sum(n)::float8 AS value
+    FROM pts
+    GROUP BY 1, 2
+  ) b
+  JOIN vars ON vars.id = b.variable_id
 ),
 gapped AS (
   SELECT ord FROM buckets GROUP BY ord HAVING min(key) + (count(*) - 1) * make_interval(hours => ?) <> max(key)

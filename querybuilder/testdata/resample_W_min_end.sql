@@ -17,46 +17,46 @@ zonecheck AS MATERIALIZED (
   ) s
 ),
 pts AS (
-  SELECT vars.ord, p.*
-  FROM vars
-  JOIN (
-    SELECT x.variable_id, x.ts AS ts, 1 AS n, x.value AS sum, x.value AS min, x.value AS max, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS ks, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS m2, x.ts AS first_ts, x.value AS first_value, x.ts AS last_ts, x.value AS last_value, x.ts AS min_ts, x.ts AS max_ts
+    SELECT x.variable_id, x.ts AS ts, x.value AS min
     FROM "values" x
     WHERE x.variable_id = ANY (ARRAY(SELECT id FROM vars WHERE (SELECT ok FROM zonecheck))) AND x.ts >= ? AND x.ts < ?
     UNION ALL
-    SELECT x.variable_id, x.ts AS ts, 1 AS n, x.value AS sum, x.value AS min, x.value AS max, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS ks, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS m2, x.ts AS first_ts, x.value AS first_value, x.ts AS last_ts, x.value AS last_value, x.ts AS min_ts, x.ts AS max_ts
+    SELECT x.variable_id, x.ts AS ts, x.value AS min
     FROM "values" x
     WHERE x.variable_id = ANY (ARRAY(SELECT id FROM vars WHERE (SELECT ok FROM zonecheck))) AND x.ts >= ? AND x.ts <= ?
     UNION ALL
-    SELECT m.variable_id, m.tile AS ts, m.n, m.sum, m.min, m.max, m.ks, m.m2, m.first_ts, m.first_value, m.last_ts, m.last_value, m.min_ts, m.max_ts
+    SELECT m.variable_id, m.tile AS ts, m.min
     FROM value_minutes m
     WHERE m.variable_id = ANY (ARRAY(SELECT id FROM vars WHERE (SELECT ok FROM zonecheck))) AND m.tile >= ? AND m.tile < ?
     UNION ALL
-    SELECT m.variable_id, m.tile AS ts, m.n, m.sum, m.min, m.max, m.ks, m.m2, m.first_ts, m.first_value, m.last_ts, m.last_value, m.min_ts, m.max_ts
+    SELECT m.variable_id, m.tile AS ts, m.min
     FROM value_minutes m
     WHERE m.variable_id = ANY (ARRAY(SELECT id FROM vars WHERE (SELECT ok FROM zonecheck))) AND m.tile >= ? AND m.tile < ?
     UNION ALL
-    SELECT m.variable_id, m.tile AS ts, m.n, m.sum, m.min, m.max, m.ks, m.m2, m.first_ts, m.first_value, m.last_ts, m.last_value, m.min_ts, m.max_ts
+    SELECT m.variable_id, m.tile AS ts, m.min
     FROM value_quarters m
     WHERE m.variable_id = ANY (ARRAY(SELECT id FROM vars WHERE (SELECT ok FROM zonecheck))) AND m.tile >= ? AND m.tile < ?
     UNION ALL
-    SELECT m.variable_id, m.tile AS ts, m.n, m.sum, m.min, m.max, m.ks, m.m2, m.first_ts, m.first_value, m.last_ts, m.last_value, m.min_ts, m.max_ts
+    SELECT m.variable_id, m.tile AS ts, m.min
     FROM value_quarters m
     WHERE m.variable_id = ANY (ARRAY(SELECT id FROM vars WHERE (SELECT ok FROM zonecheck))) AND m.tile >= ? AND m.tile < ?
     UNION ALL
-    SELECT m.variable_id, m.tile AS ts, m.n, m.sum, m.min, m.max, m.ks, m.m2, m.first_ts, m.first_value, m.last_ts, m.last_value, m.min_ts, m.max_ts
+    SELECT m.variable_id, m.tile AS ts, m.min
     FROM value_days m
     WHERE m.variable_id = ANY (ARRAY(SELECT id FROM vars WHERE (SELECT ok FROM zonecheck))) AND m.tile >= ? AND m.tile < ?
     UNION ALL
-    SELECT x.variable_id, x.ts AS ts, 1 AS n, x.value AS sum, x.value AS min, x.value AS max, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS ks, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS m2, x.ts AS first_ts, x.value AS first_value, x.ts AS last_ts, x.value AS last_value, x.ts AS min_ts, x.ts AS max_ts
+    SELECT x.variable_id, x.ts AS ts, x.value AS min
     FROM "values" x
     WHERE x.variable_id = ANY (ARRAY(SELECT id FROM vars WHERE NOT (SELECT ok FROM zonecheck))) AND x.ts <= ?
-  ) p ON p.variable_id = vars.id
 ),
 buckets AS (
-  SELECT pts.ord, date_trunc('week', pts.ts AT TIME ZONE ?) AS key, min(min) AS value
-  FROM pts
-  GROUP BY 1, 2
+  SELECT vars.ord, b.key, b.value
+  FROM (
+    SELECT pts.variable_id, date_trunc('week', pts.ts AT TIME ZONE ?) AS key, min(min) AS value
+    FROM pts
+    GROUP BY 1, 2
+  ) b
+  JOIN vars ON vars.id = b.variable_id
 ),
 gapped AS (
   SELECT ord FROM buckets GROUP BY ord HAVING min(key) + (count(*) - 1) * interval '7 days' <> max(key)
