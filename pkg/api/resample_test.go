@@ -154,3 +154,51 @@ func TestResampleOnlyStartStopsAtNow(t *testing.T) {
 		}
 	}
 }
+
+// A variable named twice gets the same series under both positions, counted once: the
+// buckets are grouped by variable and only then given their positions (and without a
+// range its last values are read once).
+func TestResampleSameVariableTwice(t *testing.T) {
+	c := env.Client(t)
+	const base = 1_700_000_000_000
+	pts := []testenv.Point{{TS: base, Value: 1}, {TS: base + 60_000, Value: 2}, {TS: base + 3_600_000, Value: 4}}
+	v := env.Seed(t, c.Token, "twice-dev", "temp", pts)
+	post := func(path string, body map[string]any) [][][]float64 {
+		t.Helper()
+		r := c.Post(path, body)
+		var out struct {
+			Results [][][]float64 `json:"results"`
+		}
+		if err := json.Unmarshal(r.Body, &out); err != nil || r.Status != 200 {
+			t.Fatalf("%v: %d %s", body, r.Status, r.Body)
+		}
+		return out.Results
+	}
+	ranges := []map[string]any{{}, {"start": base, "end": base + 7_200_000}}
+	for _, rg := range ranges {
+		body := func(path string, ids ...string) map[string]any {
+			b := map[string]any{"variables": ids, "aggregation": "count"}
+			if path == resamplePath {
+				b["period"], b["tz"] = "1H", "Asia/Kathmandu"
+			}
+			for k, val := range rg {
+				b[k] = val
+			}
+			return b
+		}
+		for _, path := range []string{resamplePath, aggregationPath} {
+			once := post(path, body(path, v.VariableID))
+			twice := post(path, body(path, v.VariableID, v.VariableID))
+			total := 0.0
+			for _, row := range once[0] {
+				total += row[1]
+			}
+			if len(once) != 1 || total != float64(len(pts)) {
+				t.Fatalf("%s %v: one request counts %v, want %d in all", path, rg, once, len(pts))
+			}
+			if fmt.Sprint(twice) != fmt.Sprint([][][]float64{once[0], once[0]}) {
+				t.Fatalf("%s %v: twice %v, want %v under both positions", path, rg, twice, once[0])
+			}
+		}
+	}
+}
