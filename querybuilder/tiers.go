@@ -34,7 +34,7 @@ func rawColumns(prefix string, cols []string) string {
 	v, t := prefix+"value", prefix+"ts"
 	out := []string{prefix + "variable_id", t + " AS ts"}
 	for _, c := range cols {
-		e := t // first_ts, last_ts, min_ts, max_ts
+		var e string
 		switch c {
 		case "n":
 			e = "1"
@@ -42,6 +42,10 @@ func rawColumns(prefix string, cols []string) string {
 			e = v
 		case "ks", "m2":
 			e = "CASE WHEN abs(" + v + ") <= 1e150 THEN 0::float8 END"
+		case "first_ts", "last_ts", "min_ts", "max_ts":
+			e = t
+		default: // the compiler's own lists name the columns: a typo must not read as ts
+			panic("querybuilder: unknown summary column " + c)
 		}
 		out = append(out, e+" AS "+c)
 	}
@@ -139,13 +143,13 @@ func (c cover) notes() []string {
 }
 
 // summaries selects summary rows (variable_id, ts and the columns cols of
-// summaryColumns) that together hold exactly the
-// values in the range of the variables whose key matches "= key" (key: SQL text, a
-// column of an outer row or ANY of an array): a row per tile of
-// the cover, a row per raw value at its edges. The branches exclude each other by time,
-// and each is one range scan of an index on (variable, time) with constant bounds, so
-// TimescaleDB excludes the chunks outside them when it plans the statement. The text is
-// the same for every range: empty spans are empty bounds.
+// summaryColumns) that together hold exactly the values in the range of the variables
+// whose key matches "= key" (key: SQL text, a column of an outer row or ANY of an
+// array): a row per tile of the cover, a row per raw value at its edges. The branches
+// exclude each other by time, and each is one range scan of an index on (variable,
+// time) with constant bounds, so TimescaleDB excludes the chunks outside them when it
+// plans the statement. The text is the same for every range: empty spans are empty
+// bounds.
 func summaries(key string, c cover, cols []string) sq.Sqlizer {
 	last := len(tiers.All) - 1
 	upTo := sq.Expr("x.ts <= now()")
