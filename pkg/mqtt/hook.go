@@ -28,7 +28,7 @@ func (h *hook) ID() string { return "sensorapi" }
 func (h *hook) Provides(b byte) bool {
 	return bytes.Contains([]byte{mochi.OnConnect, mochi.OnConnectAuthenticate, mochi.OnSessionEstablished,
 		mochi.OnDisconnect, mochi.OnACLCheck, mochi.OnPublish, mochi.OnSubscribed, mochi.OnUnsubscribed,
-		mochi.OnPacketSent}, []byte{b})
+		mochi.OnPacketSent, mochi.OnPacketRead}, []byte{b})
 }
 
 // token is the CONNECT username (API.md §12); the password is ignored.
@@ -87,8 +87,9 @@ func (h *hook) OnSessionEstablished(cl *mochi.Client, pk packets.Packet) {
 	h.b.Metrics.MQTTConnections.Inc()
 }
 
-func (h *hook) OnDisconnect(cl *mochi.Client, _ error, _ bool) {
+func (h *hook) OnDisconnect(cl *mochi.Client, cause error, _ bool) {
 	if s := h.b.sessions.remove(cl); s != nil {
+		h.b.writeWill(s, cause)
 		s.close()
 		h.b.Metrics.MQTTConnections.Dec()
 	}
@@ -105,7 +106,11 @@ func (h *hook) OnACLCheck(cl *mochi.Client, topic string, write bool) bool {
 	if !ok {
 		return false
 	}
-	a, err := h.b.access(cl)
+	s := h.b.sessions.get(cl)
+	if s == nil {
+		return false
+	}
+	a, err := h.b.access(s)
 	return err == nil && a.Subscribe(f.device)
 }
 
@@ -154,7 +159,7 @@ func (h *hook) OnPublish(cl *mochi.Client, pk packets.Packet) (packets.Packet, e
 	if s == nil {
 		return pk, packets.ErrRejectPacket
 	}
-	err := h.b.write(cl, s, pk.TopicName, pk.Payload)
+	err := h.b.write(s, pk.TopicName, pk.Payload)
 	if err == nil {
 		h.b.Metrics.MQTTMessagesIn.Inc()
 		if pk.FixedHeader.Qos > 0 {
@@ -192,23 +197,19 @@ var (
 
 // access is what the connection's token grants now (the cache follows revocations and
 // device relabels; a revoked token is an error).
-func (b *Broker) access(cl *mochi.Client) (*auth.Access, error) {
-	s := b.sessions.get(cl)
-	if s == nil {
-		return nil, auth.ErrBadToken
-	}
+func (b *Broker) access(s *session) (*auth.Access, error) {
 	ctx, cancel := b.writeContext()
 	defer cancel()
 	return b.Tokens.Authenticate(ctx, s.token)
 }
 
 // write parses and validates the payload alone, then hands it to the pipeline.
-func (b *Broker) write(cl *mochi.Client, s *session, topic string, payload []byte) error {
+func (b *Broker) write(s *session, topic string, payload []byte) error {
 	t, ok := parsePublish(topic)
 	if !ok {
 		return errTopic
 	}
-	a, err := b.access(cl)
+	a, err := b.access(s)
 	if err != nil {
 		return err
 	}
