@@ -44,24 +44,41 @@ func (r *fleetResult) quantile(q float64) time.Duration {
 	return r.latencies[min(len(r.latencies)-1, int(q*float64(len(r.latencies))))]
 }
 
-// benchFleet measures (a) the per-message floor: fleetFloorConns connections each
-// committing one transaction per message with the service's own statements, then the
-// same messages sent by (b) fleetHTTPClients HTTP clients and (c) as many MQTT
-// connections (QoS 1, each waiting for its PUBACK), each side for d.
+// benchFleet measures the same small messages (fleetDevices devices, one 2-dot
+// message each at a time) four ways, each for d:
+//   - the naive floor: what a user would write instead of this service, fleetFloorConns
+//     pgx connections each committing one transaction per message (naiveFloor);
+//   - the service's own write path, one message per transaction (servicePathFloor): what
+//     group commit saves;
+//   - the service over HTTP and over MQTT (QoS 1, PUBACK awaited);
+//   - the ceiling: the same load against a process that parses each message and
+//     discards it (no database), so the service's rate can be read as a share of what
+//     the box and the load generator allow.
 func benchFleet(ctx context.Context, h *benchharness.Harness, d time.Duration, viaHTTP, viaMQTT bool) error {
-	floor, err := fleetFloor(ctx, h, d)
+	naive, err := naiveFloor(ctx, h, d)
+	if err != nil {
+		return fmt.Errorf("fleet naive floor: %w", err)
+	}
+	path, err := servicePathFloor(ctx, h, d)
 	if err != nil {
 		return fmt.Errorf("fleet floor: %w", err)
 	}
 	fmt.Printf("fleet ingestion: %d devices, %d-dot messages, %v per side\n", fleetDevices, len(fleetVariables), d)
-	printFleet(fmt.Sprintf("floor (%d pgx conns, 1 tx/message)", fleetFloorConns), floor)
+	printFleet(fmt.Sprintf("naive floor (%d pgx conns, INSERT+UPDATE/tx)", fleetFloorConns), naive)
+	printFleet(fmt.Sprintf("service path, 1 message/tx (%d conns)", fleetFloorConns), path)
+	ceil, err := startCeiling(ctx)
+	if err != nil {
+		return err
+	}
+	defer ceil.close()
+	floors := floors{naive: naive, path: path}
 	if viaHTTP {
-		if err := fleetSide(ctx, h, d, floor, "http", fleetHTTP); err != nil {
+		if err := fleetSide(ctx, h, d, floors, ceil, "http", fleetHTTP); err != nil {
 			return err
 		}
 	}
 	if viaMQTT {
-		if err := fleetSide(ctx, h, d, floor, "mqtt", fleetMQTT); err != nil {
+		if err := fleetSide(ctx, h, d, floors, ceil, "mqtt", fleetMQTT); err != nil {
 			return err
 		}
 		if err := idleMQTT(h); err != nil {
@@ -72,18 +89,21 @@ func benchFleet(ctx context.Context, h *benchharness.Harness, d time.Duration, v
 	return nil
 }
 
+// floors are the two per-message floors a side is compared with.
+type floors struct{ naive, path *fleetResult }
+
 // sender makes the send function of a side's workers for an account's token, and a
 // function that closes what it opened.
-type sender func(ctx context.Context, h *benchharness.Harness, tok string) (send func(ctx context.Context, w, dev int, ts int64) error, closeAll func(), name string, err error)
+type sender func(ctx context.Context, url, mqttAddr, tok string) (send func(ctx context.Context, w, dev int, ts int64) error, closeAll func(), name string, err error)
 
 // fleetSide runs one side on an account of its own whose devices exist already, and
-// checks that every acknowledged dot is stored.
-func fleetSide(ctx context.Context, h *benchharness.Harness, d time.Duration, floor *fleetResult, name string, mk sender) error {
+// checks that every acknowledged dot is stored; then the same load against the ceiling.
+func fleetSide(ctx context.Context, h *benchharness.Harness, d time.Duration, f floors, ceil *ceiling, name string, mk sender) error {
 	acct, tok, err := h.NewAccount(ctx, "fleet_"+name)
 	if err != nil {
 		return err
 	}
-	warm, _, _, err := fleetHTTP(ctx, h, tok)
+	warm, _, _, err := fleetHTTP(ctx, h.URL, h.MQTT, tok)
 	if err != nil {
 		return err
 	}
@@ -92,33 +112,55 @@ func fleetSide(ctx context.Context, h *benchharness.Harness, d time.Duration, fl
 			return err
 		}
 	}
-	send, closeAll, label, err := mk(ctx, h, tok)
+	res, label, peak, err := runSide(ctx, h, d, mk, h.URL, h.MQTT, tok)
 	if err != nil {
 		return err
 	}
-	defer closeAll()
-	rss := h.SampleRSS()
-	res := runFleet(ctx, fleetHTTPClients, d, send)
-	peak := rss.Stop()
 	stored, err := storedDots(ctx, h, acct)
 	if err != nil {
 		return err
 	}
 	stored -= int64(fleetDevices * len(fleetVariables)) // the warm-up messages
 	acked := res.messages * int64(len(fleetVariables))
+	top, _, _, err := runSide(ctx, nil, d, mk, ceil.url, ceil.mqtt, tok)
+	if err != nil {
+		return fmt.Errorf("ceiling: %w", err)
+	}
 	printFleet(label, res)
-	fmt.Printf("  %s / floor: %.2f×   dots stored %d, acknowledged %d   server peak RSS %.0f MiB\n",
-		name, res.rate()/floor.rate(), stored, acked, peak)
+	printFleet("  ceiling: parse and discard, no database", top)
+	fmt.Printf("  %s / naive floor: %.2f×   / service path 1 msg/tx: %.2f×   / ceiling: %.0f%%\n",
+		name, res.rate()/f.naive.rate(), res.rate()/f.path.rate(), 100*res.rate()/top.rate())
+	fmt.Printf("  dots stored %d, acknowledged %d   server peak RSS %.0f MiB\n", stored, acked, peak)
 	if stored != acked {
 		return fmt.Errorf("fleet %s: %d dots stored but %d acknowledged", name, stored, acked)
 	}
 	return nil
 }
 
+// runSide runs the fleet load through the sender made for url/mqttAddr, sampling the
+// harness server's memory when h is given.
+func runSide(ctx context.Context, h *benchharness.Harness, d time.Duration, mk sender, url, mqttAddr, tok string) (*fleetResult, string, float64, error) {
+	send, closeAll, label, err := mk(ctx, url, mqttAddr, tok)
+	if err != nil {
+		return nil, "", 0, err
+	}
+	defer closeAll()
+	var rss *benchharness.RSSSampler
+	if h != nil {
+		rss = h.SampleRSS()
+	}
+	res := runFleet(ctx, fleetHTTPClients, d, send)
+	peak := 0.0
+	if rss != nil {
+		peak = rss.Stop()
+	}
+	return res, label, peak, nil
+}
+
 // fleetHTTP posts each message to /api/v1.6/devices/<label>/.
-func fleetHTTP(_ context.Context, h *benchharness.Harness, tok string) (func(context.Context, int, int, int64) error, func(), string, error) {
+func fleetHTTP(_ context.Context, url, _, tok string) (func(context.Context, int, int, int64) error, func(), string, error) {
 	client := &loadgen.Client{HTTP: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: fleetHTTPClients}},
-		URL: h.URL, Token: tok}
+		URL: url, Token: tok}
 	send := func(ctx context.Context, _, dev int, ts int64) error {
 		return client.Do(ctx, http.MethodPost, fmt.Sprintf("/api/v1.6/devices/fleet-%d/", dev), fleetMessage(ts))
 	}
@@ -127,7 +169,7 @@ func fleetHTTP(_ context.Context, h *benchharness.Harness, tok string) (func(con
 
 // fleetMQTT publishes each message at QoS 1 to /v1.6/devices/<label> from one paho
 // connection per worker, waiting for its PUBACK.
-func fleetMQTT(_ context.Context, h *benchharness.Harness, tok string) (func(context.Context, int, int, int64) error, func(), string, error) {
+func fleetMQTT(_ context.Context, _, mqttAddr, tok string) (func(context.Context, int, int, int64) error, func(), string, error) {
 	clients := make([]paho.Client, fleetHTTPClients)
 	closeAll := func() {
 		for _, c := range clients {
@@ -137,7 +179,7 @@ func fleetMQTT(_ context.Context, h *benchharness.Harness, tok string) (func(con
 		}
 	}
 	for i := range clients {
-		c, err := mqttConnect(h.MQTT, tok, fmt.Sprintf("fleet-%d", i))
+		c, err := mqttConnect(mqttAddr, tok, fmt.Sprintf("fleet-%d", i))
 		if err != nil {
 			closeAll()
 			return nil, nil, "", err
@@ -184,9 +226,10 @@ func idleMQTT(h *benchharness.Harness) error {
 	return nil
 }
 
-// fleetFloor runs the per-message floor on devices created up front in an account of
-// its own.
-func fleetFloor(ctx context.Context, h *benchharness.Harness, d time.Duration) (*fleetResult, error) {
+// servicePathFloor runs the service's own write path one message per transaction (no
+// group commit, the same statements and triggers) on devices created up front in an
+// account of its own.
+func servicePathFloor(ctx context.Context, h *benchharness.Harness, d time.Duration) (*fleetResult, error) {
 	acct, _, err := h.NewAccount(ctx, "fleet_floor")
 	if err != nil {
 		return nil, err
@@ -246,7 +289,7 @@ func runFleet(ctx context.Context, workers int, d time.Duration, send func(ctx c
 }
 
 func printFleet(name string, r *fleetResult) {
-	fmt.Printf("  %-52s %8.0f msg/s   p50 %6.1f ms  p99 %6.1f ms  max %6.1f ms  errors %d\n", name, r.rate(),
+	fmt.Printf("  %-54s %8.0f msg/s   p50 %6.1f ms  p99 %6.1f ms  max %6.1f ms  errors %d\n", name, r.rate(),
 		ms(r.quantile(0.5)), ms(r.quantile(0.99)), ms(r.quantile(1)), r.errors)
 }
 

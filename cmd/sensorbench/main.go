@@ -24,7 +24,15 @@ func main() {
 	fleet := flag.Duration("fleet-duration", 20*time.Second, "how long each side of the fleet benchmark runs")
 	tiersScale := flag.Float64("tiers-scale", 1, "fraction of the tiers workload's week and year to load (for a quick trial)")
 	only := flag.String("only", "", "run one workload: ingest, fleet, mqtt, analytics or tiers (default: all)")
+	ceilingMode := flag.Bool("ceiling", false, "serve the fleet's parse-and-discard ceiling (run by the fleet benchmark itself)")
 	flag.Parse()
+	if *ceilingMode {
+		if err := serveCeiling(); err != nil {
+			fmt.Fprintln(os.Stderr, "sensorbench -ceiling:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, *only, *points, *year, *fleet, *tiersScale); err != nil {

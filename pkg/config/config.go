@@ -14,6 +14,7 @@ import (
 type Config struct {
 	DatabaseURL  string        // DATABASE_URL; empty: start a TimescaleDB container
 	Addr         string        // SENSORAPI_ADDR
+	PprofAddr    string        // SENSORAPI_PPROF_ADDR: Go's profiler, off when empty
 	AdminToken   string        // SENSORAPI_ADMIN_TOKEN
 	PublicURL    string        // SENSORAPI_PUBLIC_URL; empty: from each request
 	LogLevel     slog.Level    // SENSORAPI_LOG_LEVEL
@@ -87,6 +88,7 @@ func FromEnv() (Config, error) {
 	c.DatabaseURL = os.Getenv("DATABASE_URL")
 	c.Addr = getenv("SENSORAPI_ADDR", c.Addr)
 	c.AdminToken = os.Getenv("SENSORAPI_ADMIN_TOKEN")
+	c.PprofAddr = os.Getenv("SENSORAPI_PPROF_ADDR")
 	c.PublicURL = strings.TrimRight(os.Getenv("SENSORAPI_PUBLIC_URL"), "/")
 	if v, ok := os.LookupEnv("SENSORAPI_MQTT_ADDR"); ok {
 		c.MQTT.Addr = v // set but empty turns the plain listener off

@@ -35,6 +35,7 @@ type Pipeline struct {
 	room      *semaphore.Weighted // dots queued or being committed
 	metrics   *metrics.Metrics
 	log       *slog.Logger
+	moved     chan []string // last-value notifications of committed batches, for notifyLoop
 	done      chan struct{}
 }
 
@@ -84,6 +85,7 @@ func NewPipeline(store *Store, conf PipelineConfig, devices, variables cache.Opt
 		variables: cache.New[variableKey, int64](variables),
 		queue:     make(chan *job, conf.QueueDots), // every job holds ≥ 1 dot of room
 		room:      semaphore.NewWeighted(int64(conf.QueueDots)),
+		moved:     make(chan []string, movedQueue),
 		done:      make(chan struct{}),
 	}
 	inv.On("device", func(i cache.Invalidation) { p.devices.Invalidate(deviceKey{i.Account, i.Label}) })
@@ -271,17 +273,48 @@ func (p *Pipeline) Run(ctx context.Context) {
 	for range p.conf.Committers {
 		go func() { p.commitLoop(ctx); finished <- struct{}{} }()
 	}
+	notified := make(chan struct{})
+	go func() { p.notifyLoop(); close(notified) }()
 	for range p.conf.Committers {
 		<-finished
 	}
-	for {
+	for drained := false; !drained; {
 		select {
 		case j := <-p.queue:
 			p.finish([]*job{j}, errAlone)
 		default:
-			close(p.done)
-			return
+			drained = true
 		}
+	}
+	close(p.moved) // no committer is left to send on it
+	<-notified
+	close(p.done)
+}
+
+// movedQueue is how many committed batches' notifications may wait for notifyLoop;
+// past it a committer sends its own (it never drops them).
+const movedQueue = 256
+
+// notifyLoop sends the last-value notifications of committed batches, all those
+// waiting in one transaction, off the committers' path: a committer answers its
+// callers and takes the next batch while the previous one's notifications go out.
+func (p *Pipeline) notifyLoop() {
+	for payloads := range p.moved {
+	more:
+		for {
+			select {
+			case next, ok := <-p.moved:
+				if !ok {
+					break more
+				}
+				payloads = append(payloads, next...)
+			default:
+				break more
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), p.conf.CommitTimeout)
+		p.store.notifyLastValues(ctx, payloads)
+		cancel()
 	}
 }
 
@@ -333,7 +366,12 @@ func (p *Pipeline) commit(jobs []*job, dots int) {
 	ctx, cancel := context.WithTimeout(context.Background(), p.conf.CommitTimeout)
 	defer cancel()
 	start := time.Now()
-	err := pgx.BeginFunc(ctx, p.store.Pool, func(tx pgx.Tx) error { return writeRows(ctx, tx, rows, t) })
+	var moved []string
+	err := pgx.BeginFunc(ctx, p.store.Pool, func(tx pgx.Tx) error {
+		var err error
+		moved, err = writeRows(ctx, tx, rows, t)
+		return err
+	})
 	p.metrics.IngestCommitSeconds.Observe(time.Since(start).Seconds())
 	p.metrics.IngestBatchMessages.Observe(float64(len(jobs)))
 	if err != nil {
@@ -351,6 +389,13 @@ func (p *Pipeline) commit(jobs []*job, dots int) {
 		p.store.Written(len(rows))
 	}
 	p.finish(jobs, nil)
+	if len(moved) > 0 {
+		select {
+		case p.moved <- moved:
+		default: // notifyLoop is behind: send them here rather than drop them
+			p.store.notifyLastValues(ctx, moved)
+		}
+	}
 }
 
 // finish answers the jobs and frees their room.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/sensordata/sensorapi/pkg/apierr"
+	"github.com/sensordata/sensorapi/pkg/notify"
 )
 
 // Store writes and reads dots through pgx directly: binary array parameters keep a
@@ -21,6 +23,8 @@ type Store struct {
 	Pool *pgxpool.Pool
 	// Written is called with the number of rows after each commit (metrics).
 	Written func(n int)
+	// Log reports last-value notifications that could not be sent (nil: slog's default).
+	Log *slog.Logger
 }
 
 // row is a dot resolved to its internal variable key.
@@ -106,6 +110,7 @@ func itemsNotFound(_ []Dot, missing []int) error {
 // device or variable resolved here was deleted or changed before the write locked it.
 func (s *Store) inTx(ctx context.Context, resolve func(pgx.Tx) ([]row, targets, error)) error {
 	var n int
+	var moved []string
 	var err error
 	for attempt := 0; attempt < 4; attempt++ {
 		err = pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
@@ -115,7 +120,8 @@ func (s *Store) inTx(ctx context.Context, resolve func(pgx.Tx) ([]row, targets, 
 			}
 			rows = dedupe(rows)
 			n = len(rows)
-			return writeRows(ctx, tx, rows, t)
+			moved, err = writeRows(ctx, tx, rows, t)
+			return err
 		})
 		if !retryable(err) {
 			break
@@ -127,6 +133,7 @@ func (s *Store) inTx(ctx context.Context, resolve func(pgx.Tx) ([]row, targets, 
 	if s.Written != nil {
 		s.Written(n)
 	}
+	s.notifyLastValues(ctx, moved)
 	return nil
 }
 
@@ -327,8 +334,10 @@ func (t *targets) add(u targets) {
 var errStale = errors.New("device or variable changed since it was resolved")
 
 // writeRows upserts the values, moves lastValue/lastActivity of the variables and
-// devices and updates the rollup tiers: one round trip.
-func writeRows(ctx context.Context, tx pgx.Tx, rows []row, t targets) error {
+// devices and updates the rollup tiers: one round trip. It returns the notification
+// payloads of the variables whose lastValue moved, for notifyLastValues once the
+// transaction has committed.
+func writeRows(ctx context.Context, tx pgx.Tx, rows []row, t targets) ([]string, error) {
 	n := len(rows)
 	vars, ts, vals := make([]int64, n), make([]time.Time, n), make([]float64, n)
 	ctxs := make([]*string, n)
@@ -347,7 +356,9 @@ func writeRows(ctx context.Context, tx pgx.Tx, rows []row, t targets) error {
 	// The rollup tiers come after lastValueSQL: the variables' rows are locked then
 	// (see tiers.go). A batch owns its queued queries, so each gets new ones.
 	var devicesSeen, varsSeen int64
+	var moved []string
 	batch := func(valuesSQL string, tiles []*pgx.QueuedQuery) []*pgx.QueuedQuery {
+		varsSeen, moved = 0, moved[:0]
 		b := &pgx.Batch{}
 		if len(devIDs) > 1 {
 			// an UPDATE … FROM locks rows in whatever order its join runs: take them
@@ -359,9 +370,10 @@ func writeRows(ctx context.Context, tx pgx.Tx, rows []row, t targets) error {
 			devicesSeen = ct.RowsAffected()
 			return nil
 		})
-		b.Queue(lastValueSQL, lv.vars, lv.labels, lv.ts, lv.vals, lv.ctxs).Exec(func(ct pgconn.CommandTag) error {
-			varsSeen = ct.RowsAffected()
-			return nil
+		b.Queue(lastValueSQL, lv.vars, lv.labels, lv.ts, lv.vals, lv.ctxs).Query(func(rows pgx.Rows) error {
+			var err error
+			moved, varsSeen, err = movedPayloads(rows)
+			return err
 		})
 		return append(b.QueuedQueries, tiles...)
 	}
@@ -376,17 +388,17 @@ func writeRows(ctx context.Context, tx pgx.Tx, rows []row, t targets) error {
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && pe.Code == "23505" {
 		if _, rerr := tx.Exec(ctx, "ROLLBACK TO SAVEPOINT fast_insert"); rerr != nil {
-			return fmt.Errorf("write values: %w", rerr)
+			return nil, fmt.Errorf("write values: %w", rerr)
 		}
 		err = sendBatch(ctx, tx, batch(upsertValuesSQL, recomputeQueries(rows)))
 	}
 	if err != nil {
-		return fmt.Errorf("write values: %w", err)
+		return nil, fmt.Errorf("write values: %w", err)
 	}
 	if devicesSeen != int64(len(devIDs)) || varsSeen != int64(len(lv.vars)) {
-		return errStale
+		return nil, errStale
 	}
-	return nil
+	return moved, nil
 }
 
 // sortedDevices returns the distinct devices by ascending key (the lock order).
@@ -421,14 +433,85 @@ SET value = EXCLUDED.value, context = EXCLUDED.context, created_at = now()`
 // Both updates match only targets that still carry the label they were resolved by
 // (and, for devices, are still active): the caller compares the rows they touched with
 // the targets it sent (errStale).
+//
+// Each row returns the last-value notification of its variable when this write moved
+// its lastValue (the new last_value_ts is this batch's newest timestamp for it), NULL
+// otherwise: the payload of API.md §12's deliveries (pkg/mqtt reads it).
 const lastValueSQL = `UPDATE variables v SET
     last_activity      = now(),
     last_value         = CASE WHEN v.last_value_ts IS NULL OR u.ts >= v.last_value_ts THEN u.value ELSE v.last_value END,
     last_value_context = CASE WHEN v.last_value_ts IS NULL OR u.ts >= v.last_value_ts THEN u.context ELSE v.last_value_context END,
     last_value_created = CASE WHEN v.last_value_ts IS NULL OR u.ts >= v.last_value_ts THEN now() ELSE v.last_value_created END,
     last_value_ts      = GREATEST(v.last_value_ts, u.ts)
-FROM unnest($1::bigint[], $2::text[], $3::timestamptz[], $4::float8[], $5::jsonb[]) AS u(id, label, ts, value, context)
-WHERE v.id = u.id AND v.label = u.label`
+FROM unnest($1::bigint[], $2::text[], $3::timestamptz[], $4::float8[], $5::jsonb[]) AS u(id, label, ts, value, context),
+    devices d
+WHERE v.id = u.id AND v.label = u.label AND d.id = v.device_id
+RETURNING v.id, v.account_id, CASE WHEN v.last_value_ts = u.ts THEN
+    jsonb_build_object('a', v.account_id, 'd', d.label, 'v', v.label, 'value', v.last_value,
+        'ts', (extract(epoch FROM v.last_value_ts) * 1000)::bigint,
+        'c', coalesce(v.last_value_context, '{}'::jsonb))::text END`
+
+// maxNotifyPayload keeps a notification under PostgreSQL's 8000-byte limit; a larger
+// one (a large context) names the variable, and the listeners read the value back.
+const maxNotifyPayload = 7900
+
+// movedPayloads reads lastValueSQL's rows: the payloads of the variables whose
+// lastValue moved, and how many variables the update matched.
+func movedPayloads(rows pgx.Rows) ([]string, int64, error) {
+	var out []string
+	var n int64
+	for rows.Next() {
+		var id, account int64
+		var payload *string
+		if err := rows.Scan(&id, &account, &payload); err != nil {
+			return nil, 0, fmt.Errorf("read moved last values: %w", err)
+		}
+		n++
+		switch {
+		case payload == nil:
+		case len(*payload) > maxNotifyPayload:
+			out = append(out, fmt.Sprintf(`{"a":%d,"id":%d,"reread":true}`, account, id))
+		default:
+			out = append(out, *payload)
+		}
+	}
+	return out, n, rows.Err()
+}
+
+// notifyLastValuesSQL sends the payloads in a transaction of its own, after the write
+// committed. Why not a trigger in the writing transaction: PostgreSQL holds its
+// notification queue lock from a notifying transaction's pre-commit through its WAL
+// flush, so every writer that notifies waits for the others' flushes in line. Here
+// only this short transaction notifies, and it commits without waiting for its flush
+// (it changed nothing that must survive a crash: the values committed before it).
+var notifyLastValuesSQL = []*pgx.QueuedQuery{
+	{SQL: "BEGIN"},
+	{SQL: "SET LOCAL synchronous_commit = off"},
+	{SQL: `SELECT pg_notify('` + notify.LastValueChannel + `', p) FROM unnest($1::text[]) AS p`},
+	{SQL: "COMMIT"},
+}
+
+// notifyLastValues tells every instance's listeners about lastValues that moved. A
+// failure is logged, not returned: the values are committed and acknowledged either
+// way; subscribers get the current value again when they resubscribe.
+func (s *Store) notifyLastValues(ctx context.Context, payloads []string) {
+	if len(payloads) == 0 {
+		return
+	}
+	stmts := make([]*pgx.QueuedQuery, len(notifyLastValuesSQL))
+	for i, q := range notifyLastValuesSQL {
+		stmts[i] = &pgx.QueuedQuery{SQL: q.SQL}
+	}
+	stmts[2].Arguments = []any{payloads}
+	b := &pgx.Batch{QueuedQueries: stmts}
+	if err := s.Pool.SendBatch(ctx, b).Close(); err != nil {
+		log := s.Log
+		if log == nil {
+			log = slog.Default()
+		}
+		log.Warn("last-value notifications not sent", "variables", len(payloads), "error", err.Error())
+	}
+}
 
 const lockDevicesSQL = `SELECT FROM devices WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE`
 

@@ -9,7 +9,7 @@ import (
 )
 
 // lastValue is a variable's new lastValue, as the database notifies it
-// (sql/20261124000002_last_value_notify.up.sql) or as read back.
+// (pkg/ingest, lastValueSQL) or as read back.
 type lastValue struct {
 	Account   int64           `json:"a"`
 	Device    string          `json:"d"`
@@ -32,6 +32,9 @@ func (v lastValue) context() []byte {
 // onLastValue runs on the notification listener: it must not block, so a payload
 // that needs a read is handed to a goroutine.
 func (b *Broker) onLastValue(payload string) {
+	if b.sessions.empty() {
+		return // every instance hears every write; most have nobody to tell
+	}
 	var v lastValue
 	if err := json.Unmarshal([]byte(payload), &v); err != nil {
 		b.Log.Warn("unreadable last-value notification", "error", err.Error())

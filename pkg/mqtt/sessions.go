@@ -173,6 +173,13 @@ func (ss *sessions) remove(cl *mochi.Client) *session {
 	return s
 }
 
+// empty tells whether the instance holds no session at all.
+func (ss *sessions) empty() bool {
+	ss.mu.RLock()
+	defer ss.mu.RUnlock()
+	return len(ss.byClient) == 0
+}
+
 // of lists an account's sessions (all of them when account is 0).
 func (ss *sessions) of(account int64) []*session {
 	ss.mu.RLock()

@@ -2,7 +2,9 @@ package mqtt_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -197,5 +199,42 @@ func TestInvalidPublish311Dropped(t *testing.T) {
 	}
 	if !c.IsConnected() {
 		t.Fatal("the connection closed")
+	}
+}
+
+// TestDeliveryOfEveryWritePath: lastValue notifications are sent by the writer after
+// its commit (pkg/ingest), so each way a value is written must send one: a write that
+// creates its variable (written alone), a write through the group-committed pipeline,
+// and a context too large for NOTIFY's 8,000 bytes (the instance reads the value back).
+func TestDeliveryOfEveryWritePath(t *testing.T) {
+	in := newInstance(t)
+	tok := env.NewAccount(t)
+	h := in.http.As(tok)
+	c := connect(t, in.addr, tok)
+	dots := subscribe(t, c, "v1.6/devices/paths/+")
+
+	post(t, h, "paths", "t", 1, 1000) // creates device and variable: the alone path
+	expect(t, dots, time.Second, "v1.6/devices/paths/t", `{"value":1,"timestamp":1000,"context":{}}`)
+	post(t, h, "paths", "t", 2, 2000) // both known: the pipeline
+	expect(t, dots, time.Second, "v1.6/devices/paths/t", `{"value":2,"timestamp":2000,"context":{}}`)
+
+	big := strings.Repeat("x", 3950) // the context fits its 8 KiB; the payload does not fit 7,900 bytes
+	body := map[string]any{"value": 3, "timestamp": 3000, "context": map[string]any{"a": big, "b": big}}
+	if r := h.Post("/api/v1.6/devices/paths/t/values", body); r.Status != 201 {
+		t.Fatalf("large context: %d %s", r.Status, r.Body)
+	}
+	select {
+	case m := <-dots:
+		var got struct {
+			Value     float64           `json:"value"`
+			Timestamp int64             `json:"timestamp"`
+			Context   map[string]string `json:"context"`
+		}
+		if err := json.Unmarshal([]byte(m.payload), &got); err != nil || got.Value != 3 || got.Timestamp != 3000 ||
+			got.Context["a"] != big || got.Context["b"] != big {
+			t.Fatalf("large context delivered as %.200s (%v)", m.payload, err)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("no delivery of the value with a large context")
 	}
 }

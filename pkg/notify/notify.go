@@ -34,8 +34,8 @@ type Listener struct {
 	healthy  atomic.Bool
 }
 
-// LastValueChannel carries every change of a variable's lastValue
-// (sql/20261124000002_last_value_notify.up.sql), for the MQTT subscribers.
+// LastValueChannel carries every change of a variable's lastValue, sent by the writer
+// after its commit (pkg/ingest, notifyLastValues), for the MQTT subscribers.
 const LastValueChannel = "sensorapi_last_value"
 
 // New prepares a listener on the database of conf (a copy is kept) for the given
