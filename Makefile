@@ -13,9 +13,13 @@ BIN := bin/sensorapi
 ## run: build and serve on :8080 (starts TimescaleDB itself without DATABASE_URL: the
 ## container $(DATA_VOLUME), stopped on exit and started again next time, with its data
 ## in the Docker volume $(DATA_VOLUME))
+## make run's binary is a development build (-tags dev): only it can start a database
+## container; make build, make image and the binary that ships contain no Docker code.
 DATA_VOLUME ?= sensorapi-data
-run: build prepare
-	SENSORAPI_DATA_VOLUME=$(DATA_VOLUME) ./$(BIN) serve
+DEV_BIN := bin/sensorapi-dev
+run: prepare
+	$(GO) build -tags dev -o $(DEV_BIN) ./cmd/sensorapi
+	SENSORAPI_DATA_VOLUME=$(DATA_VOLUME) ./$(DEV_BIN) serve
 
 ## reset: delete make run's database (its container and volume) and its saved admin
 ## token, after asking (FORCE=1: without asking)
@@ -35,6 +39,7 @@ prepare:
 
 vet:
 	$(GO) vet ./...
+	$(GO) vet -tags dev ./cmd/sensorapi
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
 
 ## lint: golangci-lint at a pinned version, built from the Go module proxy into bin/tools
@@ -45,6 +50,7 @@ $(GOLANGCI_LINT):
 lint: $(GOLANGCI_LINT)
 	@$(GOLANGCI_LINT) version | grep -q "$(GOLANGCI_LINT_VERSION:v%=%)" || GOBIN=$(CURDIR)/bin/tools $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 	$(GOLANGCI_LINT) run ./...
+	$(GOLANGCI_LINT) run --build-tags dev ./cmd/sensorapi
 
 ## test-tools: the real clients the tests drive (mosquitto-clients, chromium), installed when missing
 test-tools:

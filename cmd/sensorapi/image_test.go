@@ -7,6 +7,22 @@ import (
 	"testing"
 )
 
+// TestShippedBinaryHasNoDockerCode: the binary make build and make image produce
+// links neither testcontainers-go nor a Docker client; only make run's development
+// build (-tags dev) starts a database container.
+func TestShippedBinaryHasNoDockerCode(t *testing.T) {
+	for _, tags := range []string{"", "dev"} {
+		out, err := exec.Command("go", "list", "-tags", tags, "-deps", ".").Output()
+		if err != nil {
+			t.Fatalf("go list -tags %q: %v", tags, err)
+		}
+		linked := strings.Contains(string(out), "github.com/testcontainers/testcontainers-go\n")
+		if linked != (tags == "dev") {
+			t.Fatalf("-tags %q: testcontainers-go linked: %v", tags, linked)
+		}
+	}
+}
+
 // TestServiceImage builds the image as `make image` does and runs it against the test
 // database: it serves /readyz, as a non-root user. The container uses the host's
 // network so that it reaches the database on 127.0.0.1 and nothing else.

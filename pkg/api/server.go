@@ -11,12 +11,10 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/sensordata/sensorapi/pkg/auth"
-	"github.com/sensordata/sensorapi/pkg/cache"
 	"github.com/sensordata/sensorapi/pkg/config"
 	"github.com/sensordata/sensorapi/pkg/console"
 	"github.com/sensordata/sensorapi/pkg/ingest"
 	"github.com/sensordata/sensorapi/pkg/metrics"
-	"github.com/sensordata/sensorapi/pkg/notify"
 	"github.com/sensordata/sensorapi/pkg/retention"
 	"github.com/sensordata/sensorapi/pkg/store"
 )
@@ -28,13 +26,11 @@ type Server struct {
 	Log     *slog.Logger
 	Metrics *metrics.Metrics
 
-	// Set by Start: shared with the MQTT broker.
-	Listener      *notify.Listener
-	Invalidations *cache.Router
-	Tokens        *auth.Tokens
-	Ingest        *ingest.Pipeline
-	Replicas      *store.Replicas
-	// Horizon is the raw horizon (API.md §16), read at most every HorizonTTL: writes
+	// The instance's parts the handlers use (pkg/server builds them; MQTT shares them).
+	Tokens   *auth.Tokens
+	Ingest   *ingest.Pipeline
+	Replicas *store.Replicas
+	// Horizon is the raw horizon (API.md §16), read at most every server.HorizonTTL: writes
 	// before it are refused, reads before it answer from the rollup tiers.
 	Horizon *retention.Cache
 

@@ -2,6 +2,7 @@ package retention
 
 import (
 	"context"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -74,4 +75,15 @@ func (c *Cache) Forget() {
 		stale.read = time.Time{}
 		c.cur.Store(&stale)
 	}
+}
+
+// Known is Get for the paths that go on when the horizon cannot be read (the database
+// is failing, so the write or read would likely fail too): the failure is logged and
+// the last value known is used.
+func (c *Cache) Known(ctx context.Context, log *slog.Logger) (time.Time, bool) {
+	h, ok, err := c.Get(ctx)
+	if err != nil {
+		log.Warn("raw horizon unreadable; going on with the last one known", "error", err.Error())
+	}
+	return h, ok
 }

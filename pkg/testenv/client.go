@@ -11,10 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sensordata/sensorapi/pkg/api"
 	"github.com/sensordata/sensorapi/pkg/config"
-	"github.com/sensordata/sensorapi/pkg/metrics"
 	"github.com/sensordata/sensorapi/pkg/openapi"
+	"github.com/sensordata/sensorapi/pkg/server"
 	"github.com/sensordata/sensorapi/pkg/store"
 )
 
@@ -47,7 +46,7 @@ func Unexercised() []string {
 type Client struct {
 	URL    string
 	Token  string // sent as X-Auth-Token unless empty
-	Server *api.Server
+	Server *server.Instance
 	t      testing.TB
 
 	offContract bool // see OffContract
@@ -115,9 +114,9 @@ func (e *Env) Instance(t testing.TB) *Client {
 // timeout) until the test ends, once its listener is up.
 func (e *Env) Serve(t testing.TB, db *store.DB, cfg config.Config) *Client {
 	t.Helper()
-	srv := &api.Server{DB: db, Config: cfg, Log: e.Log, Metrics: metrics.New(db.Pool)}
 	ctx, stop := context.WithCancel(context.Background())
-	if err := srv.Start(ctx); err != nil {
+	srv, err := server.Start(ctx, db, cfg, e.Log)
+	if err != nil {
 		stop()
 		t.Fatal(err)
 	}

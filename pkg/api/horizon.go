@@ -1,0 +1,22 @@
+package api
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/gin-gonic/gin"
+)
+
+// readHorizon is the raw horizon for a read whose range starts at start (nil: at the
+// first value): when retention removed values the range covers, the answer comes from
+// the tiers before the horizon and says so in X-Raw-Horizon (API.md §16). nil when no
+// value was removed, or the range lies after the horizon. When it cannot be read, the
+// read goes on with the last one known, like writes.
+func (s *Server) readHorizon(c *gin.Context, start *time.Time) *time.Time {
+	h, ok := s.Horizon.Known(c, s.Log)
+	if !ok || (start != nil && !start.Before(h)) {
+		return nil
+	}
+	c.Header("X-Raw-Horizon", strconv.FormatInt(h.UnixMilli(), 10))
+	return &h
+}
