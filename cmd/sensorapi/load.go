@@ -63,7 +63,8 @@ Flags:
 
 type sender func(ctx context.Context, b loadgen.Batch) error
 
-// loadSender writes batches over HTTP or through ingest.Store in-process.
+// loadSender writes batches over HTTP or in-process through the ingestion pipeline,
+// each batch in a transaction of its own (ingest.Direct).
 func loadSender(ctx context.Context, url, token, acct string) (sender, func(), error) {
 	if url != "" {
 		if token == "" {
@@ -81,9 +82,9 @@ func loadSender(ctx context.Context, url, token, acct string) (sender, func(), e
 		_ = db.Close()
 		return nil, nil, fmt.Errorf("load: account %q: %w", acct, err)
 	}
-	store := &ingest.Store{Pool: db.Pool}
+	pipeline := ingest.Direct(&ingest.Store{Pool: db.Pool})
 	return func(ctx context.Context, b loadgen.Batch) error {
-			return store.ToDevice(ctx, account, b.Device, b.Dots)
+			return pipeline.ToDevice(ctx, account, b.Device, b.Dots)
 		},
 		func() { _ = db.Close() }, nil
 }

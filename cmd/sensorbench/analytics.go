@@ -43,7 +43,7 @@ func loadSeries(ctx context.Context, h *benchharness.Harness, points int) (serie
 		Interval: 3 * time.Second, Seed: 2, Batch: 20000}
 	s := series{account: acct, token: tok, device: loadgen.DeviceLabel(0), variable: loadgen.VariableLabel(0), start: spec.Start,
 		end: spec.Start.Add(time.Duration(points-1) * spec.Interval), points: points}
-	st := &ingest.Store{Pool: h.DB.Pool}
+	st := ingest.Direct(&ingest.Store{Pool: h.DB.Pool})
 	fmt.Printf("loading %d points into one variable (a year at 3 s)...\n", points)
 	t0 := time.Now()
 	if _, err := timeLoad(spec, func(b loadgen.Batch) error { return st.ToDevice(ctx, acct, b.Device, b.Dots) }); err != nil {

@@ -234,7 +234,7 @@ func servicePathFloor(ctx context.Context, h *benchharness.Harness, d time.Durat
 	if err != nil {
 		return nil, err
 	}
-	st := &ingest.Store{Pool: h.DB.Pool}
+	st := ingest.Direct(&ingest.Store{Pool: h.DB.Pool})
 	keys := make([]map[string]int64, fleetDevices)
 	devs := make([]int64, fleetDevices)
 	for dev := range fleetDevices {

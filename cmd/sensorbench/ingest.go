@@ -29,7 +29,7 @@ func benchIngest(ctx context.Context, h *benchharness.Harness, dots int) error {
 	if err != nil {
 		return err
 	}
-	st := &ingest.Store{Pool: h.DB.Pool}
+	st := ingest.Direct(&ingest.Store{Pool: h.DB.Pool})
 	floor, err := timeLoad(spec, func(b loadgen.Batch) error { return st.ToDevice(ctx, floorAcct, b.Device, b.Dots) })
 	if err != nil {
 		return fmt.Errorf("floor: %w", err)

@@ -94,7 +94,7 @@ func preload(ctx context.Context, h *benchharness.Harness, o options) (dataset, 
 	spec := loadgen.Spec{Devices: o.devices, Variables: o.variables, Points: o.points,
 		Start: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC), Interval: 10 * time.Second, Seed: 3, Batch: 10_000}
 	t0 := time.Now()
-	st := &ingest.Store{Pool: h.DB.Pool}
+	st := ingest.Direct(&ingest.Store{Pool: h.DB.Pool})
 	if err := spec.Batches(func(b loadgen.Batch) error { return st.ToDevice(ctx, acct, b.Device, b.Dots) }); err != nil {
 		return dataset{}, err
 	}

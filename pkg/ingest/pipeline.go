@@ -15,17 +15,18 @@ import (
 	"github.com/sensordata/sensorapi/pkg/metrics"
 )
 
-// Pipeline is the one way values are written (HTTP routes, MQTT): each message is
-// parsed and validated alone by its caller, resolved to keys through the caches,
-// queued, and committed together with the messages that queued beside it: one
-// transaction, one multi-row insert, one lastValue/lastActivity update per variable and
-// device. Its caller is answered only after that commit.
+// Pipeline is the one way values are written (HTTP routes, MQTT, `sensorapi load`):
+// each message is parsed and validated alone by its caller, resolved to keys through
+// the caches, queued, and committed together with the messages that queued beside it:
+// one transaction, one multi-row insert, one lastValue/lastActivity update per
+// variable and device. Its caller is answered only after that commit.
 //
-// A message that cannot join a batch is written alone, in its own transaction, by its
-// caller's goroutine: one that creates a device or variable, names a disabled device,
-// or is at least a whole batch by itself (bulk loads gain nothing from company). When a
-// batch fails, each of its messages is retried alone, so one message's fault or a
-// stale cache entry never fails another, and nothing is acknowledged uncommitted.
+// A message that cannot join a batch is a batch of one, written by its caller's
+// goroutine through the same code (writeJobs): one that creates a device or variable
+// (resolved inside its transaction), names a disabled device, or is at least a whole
+// batch by itself (bulk loads gain nothing from company). When a batch fails, each of
+// its messages is retried as a batch of one, so one message's fault or a stale cache
+// entry never fails another, and nothing is acknowledged uncommitted.
 type Pipeline struct {
 	store     *Store
 	conf      PipelineConfig
@@ -67,14 +68,19 @@ type variableKey struct {
 
 // job is one message on its way through the queue.
 type job struct {
-	rows    []row
-	targets targets
-	alone   func(context.Context) error // writes the message in its own transaction
-	done    chan error                  // nil, or errAlone
+	dots    int        // its rows, for the queue's room and the batch size
+	resolve resolver   // its rows, resolved already (queued) or in the transaction (alone)
+	retry   resolver   // when its batch failed: resolve again, in the transaction
+	done    chan error // nil, or errAlone
 }
 
 // errAlone tells a waiting caller that its batch failed: write the message alone.
 var errAlone = errors.New("batch failed: write alone")
+
+// Direct is a pipeline without queue or caches that writes every message as a batch
+// of one, in the caller's goroutine: for tools that write from one process
+// (`sensorapi load`, the benchmarks' floors). It needs no Run.
+func Direct(st *Store) *Pipeline { return &Pipeline{store: st, conf: PipelineConfig{BatchDots: 1}} }
 
 // NewPipeline wires the caches to invalidations; Run starts the committers.
 func NewPipeline(store *Store, conf PipelineConfig, devices, variables cache.Options, inv *cache.Router,
@@ -105,18 +111,18 @@ func (p *Pipeline) ToDevice(ctx context.Context, account int64, device string, d
 	if err := p.checkHorizon(ctx, dots); err != nil {
 		return err
 	}
-	alone := func(ctx context.Context) error { return p.store.ToDevice(ctx, account, device, dots) }
+	inTx := deviceResolver(account, device, dots)
 	if p.alone(dots) {
-		return alone(ctx)
+		return p.writeAlone(ctx, inTx)
 	}
 	rows, t, ok, err := p.resolveLabels(ctx, account, device, dots)
 	switch {
 	case err != nil:
 		return err
 	case !ok: // something to create, or a disabled device (423): its own transaction decides
-		return alone(ctx)
+		return p.writeAlone(ctx, inTx)
 	}
-	return p.submit(ctx, &job{rows: rows, targets: t, alone: alone})
+	return p.submit(ctx, &job{dots: len(rows), resolve: resolved(rows, t), retry: inTx})
 }
 
 // ToVariableID writes dots to the variable with that public id (404 if the account
@@ -125,32 +131,37 @@ func (p *Pipeline) ToVariableID(ctx context.Context, account int64, id string, d
 	for i := range dots {
 		dots[i].Target = id
 	}
-	return p.byID(ctx, account, dots, variableNotFound,
-		func(ctx context.Context) error { return p.store.ToVariableID(ctx, account, id, dots) })
+	return p.byID(ctx, account, dots, variableNotFound)
 }
 
 // ToCollection writes dots whose Target is a variable public id; an id the account
 // does not hold is a 400001 naming the item, and nothing is written.
 func (p *Pipeline) ToCollection(ctx context.Context, account int64, dots []Dot) error {
-	return p.byID(ctx, account, dots, itemsNotFound,
-		func(ctx context.Context) error { return p.store.ToCollection(ctx, account, dots) })
+	return p.byID(ctx, account, dots, itemsNotFound)
+}
+
+// WriteResolved writes dots to variables already resolved (label → key) of a device,
+// as a batch of one. It is the per-message floor that `make bench-fleet` measures the
+// pipeline against: the service's statements without lookups or company.
+func (p *Pipeline) WriteResolved(ctx context.Context, device int64, deviceLabel string, variables map[string]int64, dots []Dot) error {
+	return p.writeAlone(ctx, resolved(deviceRows(dots, variables), newTargets(ref{device, deviceLabel}, variables)))
 }
 
 // byID resolves public ids with one read (these routes carry ids, not the labels the
 // caches hold) and queues the message.
-func (p *Pipeline) byID(ctx context.Context, account int64, dots []Dot, missing notFound,
-	alone func(context.Context) error) error {
+func (p *Pipeline) byID(ctx context.Context, account int64, dots []Dot, missing notFound) error {
 	if err := p.checkHorizon(ctx, dots); err != nil {
 		return err
 	}
+	inTx := idResolver(account, dots, missing)
 	if p.alone(dots) {
-		return alone(ctx)
+		return p.writeAlone(ctx, inTx)
 	}
 	rows, t, err := resolveIDs(ctx, p.store.Pool, account, dots, missing)
 	if err != nil {
 		return err
 	}
-	return p.submit(ctx, &job{rows: rows, targets: t, alone: alone})
+	return p.submit(ctx, &job{dots: len(rows), resolve: resolved(rows, t), retry: inTx})
 }
 
 // checkHorizon refuses a message holding a dot older than the raw horizon, naming
@@ -241,7 +252,7 @@ func (p *Pipeline) lookup(ctx context.Context, account int64, device string, lab
 
 // submit queues the job, waiting up to QueueWait for room, and waits for its batch.
 func (p *Pipeline) submit(ctx context.Context, j *job) error {
-	n := int64(len(j.rows))
+	n := int64(j.dots)
 	wctx, cancel := context.WithTimeout(ctx, p.conf.QueueWait)
 	err := p.room.Acquire(wctx, n)
 	cancel()
@@ -261,7 +272,7 @@ func (p *Pipeline) submit(ctx context.Context, j *job) error {
 		return ctx.Err() // the batch still commits; nobody is left to tell
 	}
 	if errors.Is(err, errAlone) {
-		return j.alone(ctx)
+		return p.writeAlone(ctx, j.retry)
 	}
 	return err
 }
@@ -336,16 +347,16 @@ func (p *Pipeline) commitLoop(ctx context.Context) {
 				return
 			}
 		}
-		jobs, dots := []*job{first}, len(first.rows)
+		jobs, dots := []*job{first}, first.dots
 	fill:
 		for dots < p.conf.BatchDots {
 			select {
 			case j := <-p.queue:
-				if dots+len(j.rows) > p.conf.BatchDots {
+				if dots+j.dots > p.conf.BatchDots {
 					carry = j
 					break fill
 				}
-				jobs, dots = append(jobs, j), dots+len(j.rows)
+				jobs, dots = append(jobs, j), dots+j.dots
 			default:
 				break fill
 			}
@@ -356,22 +367,10 @@ func (p *Pipeline) commitLoop(ctx context.Context) {
 
 // commit writes the jobs in one transaction and answers each.
 func (p *Pipeline) commit(jobs []*job, dots int) {
-	rows := make([]row, 0, dots)
-	t := targets{variables: map[int64]string{}}
-	for _, j := range jobs {
-		rows = append(rows, j.rows...) // queue order: a later message wins a (variable, ts)
-		t.add(j.targets)
-	}
-	rows = dedupe(rows)
 	ctx, cancel := context.WithTimeout(context.Background(), p.conf.CommitTimeout)
 	defer cancel()
 	start := time.Now()
-	var moved []string
-	err := pgx.BeginFunc(ctx, p.store.Pool, func(tx pgx.Tx) error {
-		var err error
-		moved, err = writeRows(ctx, tx, rows, t)
-		return err
-	})
+	moved, err := p.writeJobs(ctx, jobs)
 	p.metrics.IngestCommitSeconds.Observe(time.Since(start).Seconds())
 	p.metrics.IngestBatchMessages.Observe(float64(len(jobs)))
 	if err != nil {
@@ -385,9 +384,6 @@ func (p *Pipeline) commit(jobs []*job, dots int) {
 		return
 	}
 	p.metrics.IngestBatches.WithLabelValues("committed").Inc()
-	if p.store.Written != nil {
-		p.store.Written(len(rows))
-	}
 	p.finish(jobs, nil)
 	if len(moved) > 0 {
 		select {
@@ -398,12 +394,60 @@ func (p *Pipeline) commit(jobs []*job, dots int) {
 	}
 }
 
+// writeAlone writes one message as a batch of one, retried on a deadlock or
+// serialization failure (concurrent writers to overlapping variables), and when a
+// device or variable resolved for it was deleted or changed before the write locked it.
+func (p *Pipeline) writeAlone(ctx context.Context, r resolver) error {
+	j := []*job{{resolve: r}}
+	var moved []string
+	var err error
+	for attempt := 0; attempt < 4; attempt++ {
+		if moved, err = p.writeJobs(ctx, j); !retryable(err) {
+			break
+		}
+	}
+	if err != nil {
+		return err
+	}
+	p.store.notifyLastValues(ctx, moved)
+	return nil
+}
+
+// writeJobs writes the jobs' rows in one transaction: each job resolves its rows in
+// it (queue order: a later message wins a (variable, ts)). It returns the last-value
+// notifications to send once committed.
+func (p *Pipeline) writeJobs(ctx context.Context, jobs []*job) ([]string, error) {
+	var moved []string
+	var n int
+	err := pgx.BeginFunc(ctx, p.store.Pool, func(tx pgx.Tx) error {
+		var rows []row
+		t := targets{variables: map[int64]string{}}
+		for _, j := range jobs {
+			r, jt, err := j.resolve(ctx, tx)
+			if err != nil {
+				return err
+			}
+			rows = append(rows, r...)
+			t.add(jt)
+		}
+		rows = dedupe(rows)
+		n = len(rows)
+		var err error
+		moved, err = writeRows(ctx, tx, rows, t)
+		return err
+	})
+	if err == nil && p.store.Written != nil {
+		p.store.Written(n)
+	}
+	return moved, err
+}
+
 // finish answers the jobs and frees their room.
 func (p *Pipeline) finish(jobs []*job, err error) {
 	var n int64
 	for _, j := range jobs {
 		j.done <- err
-		n += int64(len(j.rows))
+		n += int64(j.dots)
 	}
 	p.room.Release(n)
 	p.metrics.IngestQueued.Sub(float64(n))

@@ -35,21 +35,39 @@ type row struct {
 	context  []byte
 }
 
-// ToDevice writes dots whose Target is a variable label to the device with the given
-// label, creating the device and missing variables (name = label).
-func (s *Store) ToDevice(ctx context.Context, account int64, device string, dots []Dot) error {
-	return s.inTx(ctx, func(tx pgx.Tx) ([]row, targets, error) {
+// resolver maps a message's dots to rows inside the transaction that writes them: for
+// a message written alone, which may create its device and variables (or meet a
+// disabled device), or whose batch failed. A message resolved beforehand (caches)
+// carries a resolver that returns its rows.
+type resolver func(ctx context.Context, tx pgx.Tx) ([]row, targets, error)
+
+// deviceResolver creates the device with that label and the variables its dots name
+// (name = label) when missing.
+func deviceResolver(account int64, device string, dots []Dot) resolver {
+	return func(ctx context.Context, tx pgx.Tx) ([]row, targets, error) {
 		dev, err := upsertDevice(ctx, tx, account, device)
 		if err != nil {
 			return nil, targets{}, err
 		}
-		labels := variableLabels(dots)
-		ids, err := upsertVariables(ctx, tx, account, dev, labels)
+		ids, err := upsertVariables(ctx, tx, account, dev, variableLabels(dots))
 		if err != nil {
 			return nil, targets{}, err
 		}
 		return deviceRows(dots, ids), newTargets(ref{dev, device}, ids), nil
-	})
+	}
+}
+
+// idResolver maps dots whose Target is a variable public id (missing answers ids the
+// account does not hold).
+func idResolver(account int64, dots []Dot, missing notFound) resolver {
+	return func(ctx context.Context, tx pgx.Tx) ([]row, targets, error) {
+		return resolveIDs(ctx, tx, account, dots, missing)
+	}
+}
+
+// resolved is the resolver of rows resolved already.
+func resolved(rows []row, t targets) resolver {
+	return func(context.Context, pgx.Tx) ([]row, targets, error) { return rows, t, nil }
 }
 
 // variableLabels lists the distinct targets of dots, in order.
@@ -72,25 +90,6 @@ func deviceRows(dots []Dot, ids map[string]int64) []row {
 	return rows
 }
 
-// ToVariableID writes dots to the variable with that public id (404 if the account
-// has none).
-func (s *Store) ToVariableID(ctx context.Context, account int64, id string, dots []Dot) error {
-	for i := range dots {
-		dots[i].Target = id
-	}
-	return s.inTx(ctx, func(tx pgx.Tx) ([]row, targets, error) {
-		return resolveIDs(ctx, tx, account, dots, variableNotFound)
-	})
-}
-
-// ToCollection writes dots whose Target is a variable public id; an id the account does
-// not hold is a 400001 naming the item, and nothing is written.
-func (s *Store) ToCollection(ctx context.Context, account int64, dots []Dot) error {
-	return s.inTx(ctx, func(tx pgx.Tx) ([]row, targets, error) {
-		return resolveIDs(ctx, tx, account, dots, itemsNotFound)
-	})
-}
-
 // variableNotFound answers a route naming one variable id the account lacks.
 func variableNotFound(dots []Dot, _ []int) error {
 	return apierr.NotFound(fmt.Sprintf("Variable '%s' was not found.", dots[0].Target))
@@ -103,38 +102,6 @@ func itemsNotFound(_ []Dot, missing []int) error {
 		errs.Add(fmt.Sprintf("%d.variable", i), "Variable not found.")
 	}
 	return errs.Err()
-}
-
-// inTx runs resolve and then writes its rows in one transaction, retried on a deadlock
-// or serialization failure (concurrent writers to overlapping variables), and when a
-// device or variable resolved here was deleted or changed before the write locked it.
-func (s *Store) inTx(ctx context.Context, resolve func(pgx.Tx) ([]row, targets, error)) error {
-	var n int
-	var moved []string
-	var err error
-	for attempt := 0; attempt < 4; attempt++ {
-		err = pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
-			rows, t, err := resolve(tx)
-			if err != nil {
-				return err
-			}
-			rows = dedupe(rows)
-			n = len(rows)
-			moved, err = writeRows(ctx, tx, rows, t)
-			return err
-		})
-		if !retryable(err) {
-			break
-		}
-	}
-	if err != nil {
-		return err
-	}
-	if s.Written != nil {
-		s.Written(n)
-	}
-	s.notifyLastValues(ctx, moved)
-	return nil
 }
 
 // upsertDevice finds the device by label, creating it when missing. It reads before it
@@ -546,13 +513,4 @@ func lastPerVariable(rows []row, labels map[int64]string) lastValues {
 		lv.ctxs = append(lv.ctxs, c)
 	}
 	return lv
-}
-
-// WriteResolved writes dots to variables already resolved (label → key) of a device
-// in a transaction of their own, with the statements every write uses. It is the
-// per-message floor that `make bench-fleet` measures the pipeline against.
-func (s *Store) WriteResolved(ctx context.Context, device int64, deviceLabel string, variables map[string]int64, dots []Dot) error {
-	return s.inTx(ctx, func(pgx.Tx) ([]row, targets, error) {
-		return deviceRows(dots, variables), newTargets(ref{device, deviceLabel}, variables), nil
-	})
 }
