@@ -5,9 +5,10 @@ import (
 	"flag"
 	"fmt"
 	"net/http"
-	"os"
 	"strings"
 	"time"
+
+	"github.com/sensordata/sensorapi/pkg/config"
 )
 
 // healthcheckCmd asks the local server's /healthz: the container image has no shell or
@@ -20,10 +21,11 @@ func healthcheckCmd(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	addr := os.Getenv("SENSORAPI_ADDR")
-	if addr == "" {
-		addr = ":8080"
+	cfg, err := config.FromEnv()
+	if err != nil {
+		return err
 	}
+	addr := cfg.Addr
 	if strings.HasPrefix(addr, ":") {
 		addr = "127.0.0.1" + addr
 	}

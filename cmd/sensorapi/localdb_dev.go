@@ -24,10 +24,7 @@ import (
 // both named SENSORAPI_DATA_VOLUME (default sensorapi-data); stop stops the container,
 // which the next start reuses, unless it was running before (another serve uses it).
 func startLocalDatabase(ctx context.Context, cfg *config.Config, log *slog.Logger) (func(), error) {
-	vol := os.Getenv("SENSORAPI_DATA_VOLUME")
-	if vol == "" {
-		vol = "sensorapi-data"
-	}
+	vol := cfg.DataVolume
 	log.Info("DATABASE_URL is not set: starting the TimescaleDB container (or the kept one); its data lives in a Docker volume",
 		"container", vol, "volume", vol)
 	tsdb, err := testcontainers.Start(ctx, testcontainers.Options{Volume: vol, Name: vol})

@@ -15,6 +15,7 @@ type Config struct {
 	DatabaseURL  string        // DATABASE_URL; empty: start a TimescaleDB container
 	Addr         string        // SENSORAPI_ADDR
 	PprofAddr    string        // SENSORAPI_PPROF_ADDR: Go's profiler, off when empty
+	DataVolume   string        // SENSORAPI_DATA_VOLUME: make run's database volume and container
 	AdminToken   string        // SENSORAPI_ADMIN_TOKEN
 	PublicURL    string        // SENSORAPI_PUBLIC_URL; empty: from each request
 	LogLevel     slog.Level    // SENSORAPI_LOG_LEVEL
@@ -71,6 +72,7 @@ type Ingest struct {
 func Defaults() Config {
 	return Config{
 		Addr:          ":8080",
+		DataVolume:    "sensorapi-data",
 		MaxBodyBytes:  16 << 20,
 		QueryTimeout:  30 * time.Second,
 		Ingest:        Ingest{BatchDots: 2000, QueueDots: 100_000, QueueWait: 2 * time.Second, Committers: 2},
@@ -89,6 +91,7 @@ func FromEnv() (Config, error) {
 	c.Addr = getenv("SENSORAPI_ADDR", c.Addr)
 	c.AdminToken = os.Getenv("SENSORAPI_ADMIN_TOKEN")
 	c.PprofAddr = os.Getenv("SENSORAPI_PPROF_ADDR")
+	c.DataVolume = getenv("SENSORAPI_DATA_VOLUME", c.DataVolume)
 	c.PublicURL = strings.TrimRight(os.Getenv("SENSORAPI_PUBLIC_URL"), "/")
 	if v, ok := os.LookupEnv("SENSORAPI_MQTT_ADDR"); ok {
 		c.MQTT.Addr = v // set but empty turns the plain listener off
