@@ -22,6 +22,13 @@ import (
 //     and the spread cannot be taken back: the minutes they touched are recomputed from
 //     "values", then each coarser tier's touched tiles from the tier below
 //     (recomputeTilesSQL), finest first.
+//
+// The migrations that made the tiers filled them for the values already stored with
+// frozen copies of this arithmetic (sql/20261122000020_value_minutes.up.sql,
+// 20261124000004_minute_spread.up.sql, 20261124000005_tiers.up.sql): each runs against
+// the schema of its date, which the functions here do not follow. A change here leaves
+// the tiles they made as they are; `sensorapi rollups rebuild` recomputes them through
+// tileSource.
 
 // tileSums are the rollups of a batch in one tier, as parallel arrays for unnest.
 type tileSums struct {
