@@ -4,7 +4,7 @@
 --   m2: the sum of squared deviations from the minute's mean.
 -- Shifting by the minute's own min keeps the numbers small where values are large
 -- and close together (1e6 ± 0.01): a plain sum of squares would lose every digit
--- that matters there. The write path merges them (pkg/ingest/minutes.go). A minute
+-- that matters there. The write path merges them (pkg/ingest/tiers.go). A minute
 -- holding a value beyond ±1e150, whose square would overflow, has none (NULL).
 ALTER TABLE value_minutes ADD COLUMN ks double precision, ADD COLUMN m2 double precision;
 

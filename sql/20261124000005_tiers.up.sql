@@ -103,7 +103,10 @@ CREATE UNIQUE INDEX value_days_variable_tile_idx ON value_days (variable_id, til
 --bun:split
 
 -- Existing data: quarters from the minutes, days from the quarters, merged as the write
--- path merges them (pkg/ingest/tiers.go, mergeTileSQL).
+-- path merges them (pkg/ingest/tiers.go, mergeTileSQL). A frozen copy, not a call: this
+-- runs against the schema of its date, which mergeTileSQL does not follow (a tier column
+-- added later is not there yet). `sensorapi rollups check` compares these tiles with the
+-- values; `sensorapi rollups rebuild` recomputes them through mergeTileSQL.
 INSERT INTO value_quarters (variable_id, tile, n, sum, min, max, ks, m2, first_ts, first_value, last_ts, last_value, min_ts, max_ts)
 SELECT variable_id, parent, sum(n)::int, sum(sum), min(min), max(max),
        CASE WHEN count(*) = count(ks) THEN sum(n * a) END,

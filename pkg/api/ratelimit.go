@@ -58,7 +58,7 @@ func (s *Server) rateLimit(c *gin.Context, tok string) bool {
 		return true
 	}
 	secs := strconv.Itoa(int(math.Ceil(wait.Seconds())))
-	s.writeError(c, &apierr.Error{Status: 429, Code: 429001, Message: "Too many requests.",
-		Detail: "Rate limit exceeded: retry after " + secs + " s.", Header: map[string]string{"Retry-After": secs}})
+	s.writeError(c, apierr.New(apierr.KindRateLimited, 429001, "Too many requests.",
+		"Rate limit exceeded: retry after "+secs+" s.").RetryAfter(secs))
 	return false
 }

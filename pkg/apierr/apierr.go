@@ -1,5 +1,5 @@
-// Package apierr holds the one error type handlers return and the table that turns an
-// error into an HTTP status and body (API.md §2). Handlers never write error JSON.
+// Package apierr holds the one error type handlers return, its kinds, and the table that
+// turns a kind into an HTTP status (API.md §2). Handlers never write error JSON.
 package apierr
 
 import (
@@ -15,13 +15,62 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// Error is an error with its HTTP rendering.
+// Kind is what went wrong, whichever protocol answers: HTTP with its status (httpStatus
+// below), MQTT with its reason code (pkg/mqtt), as Prometheus' API maps its error types.
+type Kind int
+
+// The kinds; the zero Kind is a bug.
+const (
+	KindInternal         Kind = iota
+	KindInvalid               // the request's content: fields, JSON, values
+	KindUnauthenticated       // no token, or an unknown or revoked one
+	KindForbidden             // the token's scope does not cover it
+	KindNotFound              // an unknown key, or another account's
+	KindMethodNotAllowed      // a known path with a wrong method
+	KindTooLarge              // a body over the limit
+	KindUnsupportedMedia      // a body that is not JSON
+	KindDisabled              // values sent to a disabled Device
+	KindRateLimited           // the token's request budget is spent
+	KindClientClosed          // the client left before the answer
+	KindUnavailable           // the database cannot answer now, or a queue is full: retry
+)
+
+// httpStatus is the HTTP status of each kind.
+var httpStatus = map[Kind]int{
+	KindInternal:         http.StatusInternalServerError,
+	KindInvalid:          http.StatusBadRequest,
+	KindUnauthenticated:  http.StatusUnauthorized,
+	KindForbidden:        http.StatusForbidden,
+	KindNotFound:         http.StatusNotFound,
+	KindMethodNotAllowed: http.StatusMethodNotAllowed,
+	KindTooLarge:         http.StatusRequestEntityTooLarge,
+	KindUnsupportedMedia: http.StatusUnsupportedMediaType,
+	KindDisabled:         http.StatusLocked,
+	KindRateLimited:      http.StatusTooManyRequests,
+	KindClientClosed:     499, // nginx's
+	KindUnavailable:      http.StatusServiceUnavailable,
+}
+
+// Error is an error of a kind with its HTTP rendering.
 type Error struct {
-	Status  int
+	Kind    Kind
+	Status  int    // HTTP status: httpStatus[Kind] (New sets it)
 	Code    int    // body "code"; 0 renders no code/message (the detail-only bodies)
 	Message string // body "message"
 	Detail  any    // body "detail": a string or a Fields map; nil omits it
 	Header  map[string]string
+}
+
+// New is an error of kind k rendered with that body code, message and detail.
+func New(k Kind, code int, message string, detail any) *Error {
+	return &Error{Kind: k, Status: httpStatus[k], Code: code, Message: message, Detail: detail}
+}
+
+// RetryAfter returns a copy that tells the client to retry after secs seconds.
+func (e *Error) RetryAfter(secs string) *Error {
+	c := *e
+	c.Header = map[string]string{"Retry-After": secs}
+	return &c
 }
 
 func (e *Error) Error() string { return e.Message + " " + detailString(e.Detail) }
@@ -69,7 +118,7 @@ func (f Fields) Err() error {
 
 // Validation is 400001 with a field → messages detail.
 func Validation(f Fields) *Error {
-	return &Error{Status: http.StatusBadRequest, Code: 400001, Message: "Validation Error.", Detail: f}
+	return New(KindInvalid, 400001, "Validation Error.", f)
 }
 
 // Invalid is 400001 naming one field.
@@ -82,37 +131,33 @@ func ParseError(reason string) *Error {
 
 // NotFound is 404001 with a sentence naming what was missing.
 func NotFound(what string) *Error {
-	return &Error{Status: http.StatusNotFound, Code: 404001, Message: "Not found.", Detail: what}
+	return New(KindNotFound, 404001, "Not found.", what)
 }
 
 var (
-	NoCredentials = &Error{Status: http.StatusUnauthorized, Code: 401001,
-		Message: "Authentication credentials were not provided.", Detail: "Authentication credentials were not provided."}
-	BadCredentials = &Error{Status: http.StatusUnauthorized, Code: 401002,
-		Message: "Incorrect authentication credentials.", Detail: "Incorrect authentication credentials."}
-	Forbidden = &Error{Status: http.StatusForbidden, Code: 403001, Message: "You do not have permission to perform this action.",
-		Detail: "You do not have permission to perform this action."}
-	MethodNotAllowed = &Error{Status: http.StatusMethodNotAllowed, Code: 405001, Message: "Method not allowed."}
-	TooLarge         = &Error{Status: http.StatusRequestEntityTooLarge, Code: 413001, Message: "Request body too large."}
-	UnsupportedMedia = &Error{Status: http.StatusUnsupportedMediaType, Code: 415001, Message: "Unsupported media type."}
-	DeviceDisabled   = &Error{Status: http.StatusLocked, Code: 423001, Message: "Device is disabled."}
-	Unavailable      = &Error{Status: http.StatusServiceUnavailable, Code: 503001, Message: "Service unavailable.",
-		Header: map[string]string{"Retry-After": "5"}}
-	// ClientClosed is recorded (nginx's 499) when the client left before the answer;
-	// nobody reads the body.
-	ClientClosed = &Error{Status: 499, Code: 499001, Message: "Client closed request."}
-	QueryTimeout = &Error{Status: http.StatusServiceUnavailable, Code: 503002,
-		Message: "Query timed out.", Detail: "The query ran longer than the configured statement timeout.",
-		Header: map[string]string{"Retry-After": "5"}}
+	NoCredentials = New(KindUnauthenticated, 401001, "Authentication credentials were not provided.",
+		"Authentication credentials were not provided.")
+	BadCredentials = New(KindUnauthenticated, 401002, "Incorrect authentication credentials.",
+		"Incorrect authentication credentials.")
+	Forbidden = New(KindForbidden, 403001, "You do not have permission to perform this action.",
+		"You do not have permission to perform this action.")
+	MethodNotAllowed = New(KindMethodNotAllowed, 405001, "Method not allowed.", nil)
+	TooLarge         = New(KindTooLarge, 413001, "Request body too large.", nil)
+	UnsupportedMedia = New(KindUnsupportedMedia, 415001, "Unsupported media type.", nil)
+	DeviceDisabled   = New(KindDisabled, 423001, "Device is disabled.", nil)
+	Unavailable      = New(KindUnavailable, 503001, "Service unavailable.", nil).RetryAfter("5")
+	// ClientClosed is recorded when the client left before the answer; nobody reads the body.
+	ClientClosed = New(KindClientClosed, 499001, "Client closed request.", nil)
+	QueryTimeout = New(KindUnavailable, 503002, "Query timed out.",
+		"The query ran longer than the configured statement timeout.").RetryAfter("5")
 	// QueueFull: the ingestion queue stayed full for SENSORAPI_INGEST_QUEUE_WAIT.
-	QueueFull = &Error{Status: http.StatusServiceUnavailable, Code: 503003, Message: "Service unavailable.",
-		Detail: "The ingestion queue is full; retry later.", Header: map[string]string{"Retry-After": "1"}}
+	QueueFull = New(KindUnavailable, 503003, "Service unavailable.",
+		"The ingestion queue is full; retry later.").RetryAfter("1")
 )
 
 // Internal is 500001; the detail names only the request id, never the cause.
 func Internal(requestID string) *Error {
-	return &Error{Status: http.StatusInternalServerError, Code: 500001, Message: "Internal server error.",
-		Detail: "request id " + requestID}
+	return New(KindInternal, 500001, "Internal server error.", "request id "+requestID)
 }
 
 // IsUnavailable tells whether err means the database cannot be reached (503, retry

@@ -16,6 +16,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/sensordata/sensorapi/pkg/cache"
+	"github.com/sensordata/sensorapi/pkg/model"
 )
 
 // Account is the tenant a token belongs to.
@@ -25,15 +26,6 @@ type Account struct {
 	ID            int64  `bun:"id,pk,autoincrement"`
 	Name          string `bun:"name"`
 	DecimalPlaces *int   `bun:"decimal_places"`
-}
-
-type token struct {
-	bun.BaseModel `bun:"table:tokens"`
-
-	ID        int64  `bun:"id,pk,autoincrement"`
-	AccountID int64  `bun:"account_id"`
-	Hash      []byte `bun:"hash"`
-	Label     string `bun:"label"`
 }
 
 // AdminAccount is the account bootstrapped on an empty database.
@@ -191,8 +183,8 @@ func Bootstrap(ctx context.Context, db bun.IDB, fixedToken string) (string, erro
 				WHERE tokens.account_id = EXCLUDED.account_id`, a.ID, HashToken(fixedToken)).Exec(ctx)
 		case created:
 			if newToken, err = NewToken(); err == nil {
-				_, err = tx.NewInsert().Model(&token{AccountID: a.ID, Hash: HashToken(newToken), Label: "bootstrap"}).
-					Exec(ctx)
+				t := &model.Token{AccountID: a.ID, Hash: HashToken(newToken), Label: "bootstrap"}
+				_, err = tx.NewInsert().Model(t).Column("account_id", "hash", "label").Exec(ctx)
 			}
 		}
 		if err != nil {

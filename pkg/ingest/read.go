@@ -118,7 +118,8 @@ func (s *Store) Delete(ctx context.Context, key int64, r Range) error {
 			key, start, end); err != nil {
 			return fmt.Errorf("delete values: %w", err)
 		}
-		if err := deleteTiles(ctx, tx, key, start, end); err != nil {
+		first, last := start.UnixMilli(), end.UnixMilli()
+		if err := DeleteTiles(ctx, execIn(tx), []int64{key}, Range{Start: &first, End: &last}); err != nil {
 			return err
 		}
 		_, err := tx.Exec(ctx, `UPDATE variables

@@ -22,6 +22,13 @@ import (
 //     and the spread cannot be taken back: the minutes they touched are recomputed from
 //     "values", then each coarser tier's touched tiles from the tier below
 //     (recomputeTilesSQL), finest first.
+//
+// The migrations that made the tiers filled them for the values already stored with
+// frozen copies of this arithmetic (sql/20261122000020_value_minutes.up.sql,
+// 20261124000004_minute_spread.up.sql, 20261124000005_tiers.up.sql): each runs against
+// the schema of its date, which the functions here do not follow. A change here leaves
+// the tiles they made as they are; `sensorapi rollups rebuild` recomputes them through
+// tileSource.
 
 // tileSums are the rollups of a batch in one tier, as parallel arrays for unnest.
 type tileSums struct {
@@ -266,20 +273,64 @@ func addQueries(rows []row) []*pgx.QueuedQuery {
 	return qs
 }
 
-// deleteTiles follows a delete of the variable's values in [start, end], finest tier
-// first: the tiles inside the range lost all their values, the (at most two) tiles at
-// its ends only some, and are recomputed from the tier below.
-func deleteTiles(ctx context.Context, tx pgx.Tx, key int64, start, end time.Time) error {
+// Exec runs one statement with pgx's $n parameters, in the caller's transaction: a
+// pgx.Tx here, bun's for the deletes of variables and devices (pkg/store).
+type Exec func(ctx context.Context, sql string, args ...any) error
+
+// execIn runs statements in tx.
+func execIn(tx pgx.Tx) Exec {
+	return func(ctx context.Context, sql string, args ...any) error {
+		_, err := tx.Exec(ctx, sql, args...)
+		return err
+	}
+}
+
+// DeleteTiles follows a delete of the values of vars in r (nil bounds are open) in every
+// tier, finest first: the tiles inside r lost all their values and are deleted, the tile
+// at each closed end only some, and is recomputed from the tier below.
+func DeleteTiles(ctx context.Context, exec Exec, vars []int64, r Range) error {
 	for i, t := range tiers.All {
-		first := time.UnixMilli(t.Floor(start.UnixMilli())).UTC()
-		last := time.UnixMilli(t.Floor(end.UnixMilli())).UTC()
-		if _, err := tx.Exec(ctx, `DELETE FROM `+t.Table+` WHERE variable_id = $1 AND tile > $2 AND tile < $3`,
-			key, first, last); err != nil {
+		cond, ends := tilesInside(t, r)
+		args := []any{vars}
+		for _, e := range ends {
+			args = append(args, e)
+		}
+		if err := exec(ctx, `DELETE FROM `+t.Table+` WHERE variable_id = ANY($1)`+cond, args...); err != nil {
 			return fmt.Errorf("delete %s: %w", t.Table, err)
 		}
-		if _, err := tx.Exec(ctx, recomputeSQL[i], []int64{key, key}, []time.Time{first, last}); err != nil {
+		if len(ends) == 0 {
+			continue
+		}
+		if err := exec(ctx, recomputeSQL[i], everyPair(vars, ends)...); err != nil {
 			return fmt.Errorf("recompute %s: %w", t.Table, err)
 		}
 	}
 	return nil
+}
+
+// everyPair is the arguments of recomputeTilesSQL for the tiles ends of every variable.
+func everyPair(vars []int64, ends []time.Time) []any {
+	var vs []int64
+	var ts []time.Time
+	for _, e := range ends {
+		for _, v := range vars {
+			vs, ts = append(vs, v), append(ts, e)
+		}
+	}
+	return []any{vs, ts}
+}
+
+// tilesInside is the condition on tier t's tiles that lie inside r, its parameters $2
+// on being ends: the tiles that hold r's closed ends.
+func tilesInside(t tiers.Tier, r Range) (cond string, ends []time.Time) {
+	for _, b := range []struct {
+		ms     *int64
+		inside string
+	}{{r.Start, ">"}, {r.End, "<"}} {
+		if b.ms != nil {
+			ends = append(ends, time.UnixMilli(t.Floor(*b.ms)).UTC())
+			cond += fmt.Sprintf(` AND tile %s $%d`, b.inside, len(ends)+1)
+		}
+	}
+	return cond, ends
 }

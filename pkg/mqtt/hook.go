@@ -236,6 +236,19 @@ func (b *Broker) write(s *session, topic string, payload []byte) error {
 	return b.Ingest.ToDevice(ctx, s.account, t.device, dots)
 }
 
+// rejection is why a publish was refused: its metric label and MQTT 5 reason code.
+type rejection struct {
+	label string
+	code  packets.Code
+}
+
+// rejections are the kinds of error (pkg/apierr) a client's message causes; any other
+// error is the server's, and the client sends the message again later.
+var rejections = map[apierr.Kind]rejection{
+	apierr.KindInvalid:  {"payload", packets.ErrPayloadFormatInvalid},
+	apierr.KindDisabled: {"disabled", packets.ErrNotAuthorized},
+}
+
 // classify names why a publish failed (the metric label) and its MQTT 5 reason code.
 func classify(err error) (string, packets.Code) {
 	var ae *apierr.Error
@@ -244,10 +257,10 @@ func classify(err error) (string, packets.Code) {
 		return "topic", packets.ErrNotAuthorized
 	case errors.Is(err, errScope), errors.Is(err, auth.ErrBadToken):
 		return "scope", packets.ErrNotAuthorized
-	case errors.As(err, &ae) && ae.Status == 400:
-		return "payload", packets.ErrPayloadFormatInvalid
-	case errors.As(err, &ae) && ae.Status == 423:
-		return "disabled", packets.ErrNotAuthorized
+	case errors.As(err, &ae):
+		if r, ok := rejections[ae.Kind]; ok {
+			return r.label, r.code
+		}
 	}
 	return "unavailable", packets.ErrServerUnavailable
 }

@@ -114,7 +114,11 @@ func DeleteDevice(ctx context.Context, tx bun.Tx, id int64) error {
 	if err != nil {
 		return fmt.Errorf("delete device values: %w", err)
 	}
-	if err := deleteTiles(ctx, tx, `IN (SELECT id FROM variables WHERE device_id = ?)`, id); err != nil {
+	var vars []int64
+	if err := tx.NewSelect().TableExpr("variables").Column("id").Where("device_id = ?", id).Scan(ctx, &vars); err != nil {
+		return fmt.Errorf("list device variables: %w", err)
+	}
+	if err := deleteTiles(ctx, tx, vars); err != nil {
 		return fmt.Errorf("delete device: %w", err)
 	}
 	if _, err := tx.NewDelete().TableExpr("devices").Where("id = ?", id).Exec(ctx); err != nil {

@@ -8,8 +8,8 @@ import (
 
 	"github.com/uptrace/bun"
 
+	"github.com/sensordata/sensorapi/pkg/ingest"
 	"github.com/sensordata/sensorapi/pkg/model"
-	"github.com/sensordata/sensorapi/pkg/tiers"
 	"github.com/sensordata/sensorapi/pkg/validate"
 )
 
@@ -116,7 +116,7 @@ func DeleteVariable(ctx context.Context, tx bun.Tx, id int64) error {
 	if _, err := tx.NewRaw(`DELETE FROM "values" WHERE variable_id = ?`, id).Exec(ctx); err != nil {
 		return fmt.Errorf("delete variable values: %w", err)
 	}
-	if err := deleteTiles(ctx, tx, `= ?`, id); err != nil {
+	if err := deleteTiles(ctx, tx, []int64{id}); err != nil {
 		return fmt.Errorf("delete variable: %w", err)
 	}
 	if _, err := tx.NewDelete().TableExpr("variables").Where("id = ?", id).Exec(ctx); err != nil {
@@ -125,13 +125,13 @@ func DeleteVariable(ctx context.Context, tx bun.Tx, id int64) error {
 	return nil
 }
 
-// deleteTiles removes the rollup tiles of the variables whose id matches cond (SQL
-// after "variable_id", with arg), in every tier.
-func deleteTiles(ctx context.Context, tx bun.Tx, cond string, arg any) error {
-	for _, t := range tiers.All {
-		if _, err := tx.NewRaw(`DELETE FROM `+t.Table+` WHERE variable_id `+cond, arg).Exec(ctx); err != nil {
-			return fmt.Errorf("delete %s: %w", t.Table, err)
-		}
+// deleteTiles removes every rollup tile of vars, whose values are gone, through the
+// write path's own deletion (pkg/ingest), in bun's transaction.
+func deleteTiles(ctx context.Context, tx bun.Tx, vars []int64) error {
+	// the driver's $n parameters, past bun's ? formatting
+	exec := func(ctx context.Context, sql string, args ...any) error {
+		_, err := tx.Tx.ExecContext(ctx, sql, args...)
+		return err
 	}
-	return nil
+	return ingest.DeleteTiles(ctx, exec, vars, ingest.Range{})
 }
