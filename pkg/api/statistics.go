@@ -30,7 +30,7 @@ func (s *Server) statistics(c *gin.Context) error {
 	if done, err := s.explain(c, request{q, "statistics", body}); done {
 		return err
 	}
-	var rows []analytics.StatisticsRow
+	var rows []querybuilder.StatisticsRow
 	if err := s.runCompiled(c, q, &rows); err != nil {
 		return fmt.Errorf("statistics: %w", err)
 	}
