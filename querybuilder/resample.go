@@ -34,26 +34,6 @@ func (p Period) String() string {
 	return fmt.Sprintf("%d%c", p.N, p.Unit)
 }
 
-// Aggregations of E8/E9, each a SQL aggregate over summary rows (n, sum, min, max),
-// which stand for one value or one whole tile of values (tiers.go).
-var aggregates = map[string]aggregate{
-	"mean":  {"sum(sum) / sum(n)", []string{"n", "sum"}},
-	"min":   {"min(min)", []string{"min"}},
-	"max":   {"max(max)", []string{"max"}},
-	"count": {"sum(n)::float8", []string{"n"}},
-	"sum":   {"sum(sum)", []string{"sum"}},
-}
-
-// aggregate is an E8/E9 aggregation over summary rows: its expression, and the summary
-// columns a resample reads for it.
-type aggregate struct {
-	expr string
-	cols []string
-}
-
-// IsResampleAggregation tells whether name is an E8/E9 aggregation.
-func IsResampleAggregation(name string) bool { _, ok := aggregates[name]; return ok }
-
 // ResampleRequest is a validated E8 request. VariableIDs are public ids, resolved
 // within the account by the statement itself.
 type ResampleRequest struct {
@@ -241,7 +221,7 @@ func localMidnight(wall, zone string) sq.Sqlizer {
 // to its last non-empty bucket, empty buckets filled (NULL, or 0 for count and sum),
 // newest first within each variable.
 func Resample(r ResampleRequest) (Query, error) {
-	agg, ok := aggregates[r.Aggregation]
+	agg, ok := resampleAggregationNamed(r.Aggregation)
 	if !ok {
 		return Query{}, fmt.Errorf("resample: unknown aggregation %q", r.Aggregation)
 	}
@@ -254,10 +234,6 @@ func Resample(r ResampleRequest) (Query, error) {
 	// steps (keys are on the grid, and timestamp + k months is calendar arithmetic).
 	// That check is one hash aggregate, a seventh of the time of the window over the
 	// 16,900 buckets of bench-tiers case A.
-	fill := "NULL::float8"
-	if r.Aggregation == "count" || r.Aggregation == "sum" {
-		fill = "0::float8"
-	}
 	pts, ctes, notes := lastPoints(agg.cols), []any{}, []string{lastNote}
 	var c *cover
 	if r.Start != nil || r.End != nil {
@@ -290,7 +266,7 @@ gapped AS (
   SELECT ord FROM buckets GROUP BY ord HAVING min(key) + (count(*) - 1) * ? <> max(key)
 ),
 gaps AS (
-  SELECT b.ord, k.key, `+fill+` AS value
+  SELECT b.ord, k.key, `+agg.fill+` AS value
   FROM (SELECT ord, key, lead(key) OVER (PARTITION BY ord ORDER BY key) AS next
         FROM buckets WHERE ord IN (SELECT ord FROM gapped)) b
   CROSS JOIN LATERAL generate_series(b.key + ?, b.next - ?, ?) AS k(key)
@@ -313,22 +289,18 @@ ORDER BY 1, 2 DESC`, g.key, g.step, g.step, g.step, g.step, g.step, g.label))
 // the value for min and max (each summary row keeps its own), else the latest one in
 // range (each row's last dot); across variables (join) the earliest timestamp wins ties.
 func Aggregation(r AggregationRequest) (Query, error) {
-	agg, ok := aggregates[r.Aggregation]
+	agg, ok := resampleAggregationNamed(r.Aggregation)
 	if !ok {
 		return Query{}, fmt.Errorf("aggregation: unknown aggregation %q", r.Aggregation)
 	}
 	var result string
 	switch {
-	case r.Aggregation == "min" || r.Aggregation == "max":
-		dir := map[string]string{"min": "ASC", "max": "DESC"}[r.Aggregation]
-		// first(ts, ROW(±extreme, ts)): the earliest row holding the extreme, in the
-		// same pass as the aggregate (a DISTINCT ON sorted the rows: 4x slower)
-		at := map[string]string{"min": "first(min_ts, ROW(min, min_ts))", "max": "first(max_ts, ROW(-max, max_ts))"}[r.Aggregation]
-		result = `SELECT ord, ` + at + ` AS ts, ` + agg.expr + ` AS value FROM pts GROUP BY ord`
+	case agg.extreme != nil:
+		result = `SELECT ord, ` + agg.extreme.at + ` AS ts, ` + agg.expr + ` AS value FROM pts GROUP BY ord`
 		if r.Join {
 			result = `SELECT 0 AS ord, ts, value FROM (
   ` + result + `
-) e ORDER BY value ` + dir + `, ts LIMIT 1`
+) e ORDER BY value ` + agg.extreme.order + `, ts LIMIT 1`
 		}
 	case r.Join:
 		result = `SELECT 0 AS ord, max(last_ts) AS ts, ` + agg.expr + ` AS value FROM pts HAVING count(*) > 0`

@@ -11,24 +11,6 @@ import (
 	"github.com/sensordata/sensorapi/pkg/tiers"
 )
 
-// The aggregations of the statistics endpoint (API.md §7), in canonical order.
-const (
-	AggFirst = "first"
-	AggLast  = "last"
-	AggMin   = "min"
-	AggMax   = "max"
-	AggCount = "count"
-	AggSum   = "sum"
-	AggMean  = "mean"
-	AggStd   = "std"
-	AggP25   = "p25"
-	AggP50   = "p50"
-	AggP75   = "p75"
-)
-
-// Aggregations lists every aggregation in canonical order (the default of a request).
-var Aggregations = []string{AggFirst, AggLast, AggMin, AggMax, AggCount, AggSum, AggMean, AggStd, AggP25, AggP50, AggP75}
-
 // VariableRef names one requested variable as the client did: by public id, or by
 // label within a device named by public id or label. Empty strings are "not given";
 // keys that can match nothing are passed through and simply find no row.
@@ -57,12 +39,6 @@ const (
 	ColHasData = "has_data" // the range holds at least one value
 	ColN       = "n"        // count(*), present whenever the rows are scanned
 )
-
-// percentiles maps each percentile aggregation to its fraction for percentile_cont.
-var percentiles = map[string]string{AggP25: "0.25", AggP50: "0.5", AggP75: "0.75"}
-
-// IsStatisticsAggregation tells whether name is a known statistics aggregation.
-func IsStatisticsAggregation(name string) bool { return slices.Contains(Aggregations, name) }
 
 // reqCTE lists the references with their position, so that every entry yields a row
 // (found or not) and the answer keeps request order.
@@ -134,9 +110,9 @@ func Statistics(r StatisticsRequest) (Query, error) {
 	notes := c.notes()
 	var fractions, pctCols []string
 	for _, a := range aggs {
-		if f, ok := percentiles[a]; ok {
-			fractions = append(fractions, f)
-			pctCols = append(pctCols, fmt.Sprintf("p.pct[%d] AS %s_value", len(fractions), a))
+		if a.fraction != "" {
+			fractions = append(fractions, a.fraction)
+			pctCols = append(pctCols, fmt.Sprintf("p.pct[%d] AS %s_value", len(fractions), a.name))
 		}
 	}
 	prefix := []any{sq.Expr(reqCTE, refArrays(r.Variables)...),
@@ -148,7 +124,7 @@ func Statistics(r StatisticsRequest) (Query, error) {
 	ctes, cols := summaryCTEs(aggs, c)
 	b := psql.Select().PrefixExpr(sq.ConcatExpr(append(prefix, ctes)...)).From("res v").
 		JoinClause("LEFT JOIN s ON s.variable_id = v.id")
-	if slices.Contains(aggs, AggStd) {
+	if slices.ContainsFunc(aggs, func(a aggregation) bool { return a.spread != "" }) {
 		b = b.JoinClause("LEFT JOIN sd ON sd.variable_id = v.id")
 	}
 	if len(fractions) > 0 {
@@ -210,15 +186,18 @@ var identityColumns = []string{"v.ord AS " + ColOrd,
 	"v.public_id AS variable_id", "v.label AS variable_label", "v.name AS variable_name", "v.created_at AS variable_created_at",
 	"v.device_public_id AS device_id", "v.device_label", "v.device_name", "v.device_created_at"}
 
-func distinctAggregations(requested []string) ([]string, error) {
-	var aggs []string
+// distinctAggregations are the entries of the requested aggregations, each once, in
+// request order.
+func distinctAggregations(requested []string) ([]aggregation, error) {
+	var aggs []aggregation
 	seen := map[string]bool{}
-	for _, a := range requested {
-		if !IsStatisticsAggregation(a) {
-			return nil, fmt.Errorf("statistics: unknown aggregation %q", a)
+	for _, name := range requested {
+		a, ok := aggregationNamed(name)
+		if !ok {
+			return nil, fmt.Errorf("statistics: unknown aggregation %q", name)
 		}
-		if !seen[a] {
-			seen[a] = true
+		if !seen[name] {
+			seen[name] = true
 			aggs = append(aggs, a)
 		}
 	}
@@ -250,17 +229,6 @@ func spreadOf(rows sq.Sqlizer) sq.Sqlizer {
     GROUP BY z.variable_id`)
 }
 
-// variableStatistics are the aggregates of the v1.6 statistics route over summary rows
-// x, but variance (spreadOf).
-var variableStatistics = map[string]string{"mean": "sum(x.sum) / sum(x.n)", "min": "min(x.min)", "max": "max(x.max)",
-	"sum": "coalesce(sum(x.sum), 0)", "count": "coalesce(sum(x.n), 0)::float8"}
-
-// IsVariableStatistic tells whether agg is an aggregate of the v1.6 statistics route.
-func IsVariableStatistic(agg string) bool {
-	_, ok := variableStatistics[agg]
-	return ok || agg == "variance"
-}
-
 // VariableStatistic compiles one aggregate of the v1.6 statistics route (mean,
 // variance, min, max, sum, count) over one variable's values in [start, end], from
 // the same summary rows as E7: count and sum are 0, the others null, without data.
@@ -268,15 +236,15 @@ func VariableStatistic(key int64, agg string, start, end time.Time, horizon *tim
 	start, end = start.UTC(), end.UTC()
 	c := newCover(&start, &end, len(tiers.All), horizon)
 	rows := summaries("(SELECT id FROM k)", c, summaryColumns)
-	expr, ok := variableStatistics[agg]
+	st, ok := v16StatisticNamed(agg)
 	var stmt sq.Sqlizer
 	switch {
-	case agg == "variance":
-		stmt = sq.ConcatExpr(sq.Expr("WITH k AS (SELECT ?::bigint AS id)\nSELECT (SELECT var_value FROM (\n    ", key), spreadOf(rows), "\n) s)")
-	case ok:
-		stmt = sq.ConcatExpr(sq.Expr("WITH k AS (SELECT ?::bigint AS id)\nSELECT "+expr+" FROM (\n    ", key), rows, "\n) x")
-	default:
+	case !ok:
 		return Query{}, fmt.Errorf("statistic: unknown aggregate %q", agg)
+	case st.expr == "":
+		stmt = sq.ConcatExpr(sq.Expr("WITH k AS (SELECT ?::bigint AS id)\nSELECT (SELECT var_value FROM (\n    ", key), spreadOf(rows), "\n) s)")
+	default:
+		stmt = sq.ConcatExpr(sq.Expr("WITH k AS (SELECT ?::bigint AS id)\nSELECT "+st.expr+" FROM (\n    ", key), rows, "\n) x")
 	}
 	return build(stmt, c.notes())
 }
@@ -288,18 +256,18 @@ func VariableStatistic(key int64, agg string, start, end time.Time, horizon *tim
 // keeps its own), first and last the rows' earliest first and latest last dot; sd, when
 // std is asked, merges their spreads (spreadOf). It returns the CTEs and the output
 // columns, read from s and sd joined on the variable.
-func summaryCTEs(aggs []string, c cover) (sq.Sqlizer, []string) {
+func summaryCTEs(aggs []aggregation, c cover) (sq.Sqlizer, []string) {
 	exprs := []string{"sum(x.n) AS " + ColN}
 	out := []string{"coalesce(s.n, 0) > 0 AS " + ColHasData, "coalesce(s.n, 0) AS " + ColN}
 	var spread any = ""
 	for _, a := range aggs {
-		if a == AggStd {
+		if a.spread != "" {
 			spread = sq.ConcatExpr(",\nsd AS (\n    ", spreadOf(sq.Expr("SELECT * FROM pts")), "\n)")
-			out = append(out, "sqrt(sd.var_value) AS std_value")
+			out = append(out, a.spread)
 			continue
 		}
 		// percentiles: see percentileCTE
-		for _, col := range summaryAggColumns[a] {
+		for _, col := range a.summary {
 			exprs = append(exprs, col)
 			out = append(out, "s."+col[strings.LastIndex(col, " ")+1:])
 		}
@@ -311,19 +279,6 @@ s AS (
     FROM pts x
     GROUP BY x.variable_id
 )`, spread), out
-}
-
-// summaryAggColumns is what each aggregation but std adds to the aggregate over summary
-// rows, and its output columns. Ties on min and max keep the earliest timestamp: rows
-// are ordered by (extreme, its timestamp) with TimescaleDB's first().
-var summaryAggColumns = map[string][]string{
-	AggFirst: {"first(x.first_value, x.first_ts) AS first_value", "min(x.first_ts) AS first_ts"},
-	AggLast:  {"last(x.last_value, x.last_ts) AS last_value", "max(x.last_ts) AS last_ts"},
-	AggMin:   {"min(x.min) AS min_value", "first(x.min_ts, ROW(x.min, x.min_ts)) AS min_ts"},
-	AggMax:   {"max(x.max) AS max_value", "first(x.max_ts, ROW(-x.max, x.max_ts)) AS max_ts"},
-	AggCount: {},
-	AggSum:   {"sum(x.sum) AS sum_value"},
-	AggMean:  {"sum(x.sum) / sum(x.n) AS mean_value"},
 }
 
 // refArrays turns the references into four parallel text arrays (an empty string

@@ -24,11 +24,8 @@ func benchResample(ctx context.Context, h *benchharness.Harness, s series) error
 			s.variableID, c.agg, c.period, s.start.UnixMilli(), s.end.UnixMilli())
 		viaHTTP, floor, err := benchQuery(ctx, h, s.token, queryCase{name: c.period + " " + c.agg, path: "/api/v1.6/data/stats/resample", body: body,
 			compile: func() (querybuilder.Query, error) {
-				req, err := analytics.ParseResample([]byte(body), s.account)
-				if err != nil {
-					return querybuilder.Query{}, err
-				}
-				return querybuilder.Resample(req.Query)
+				_, q, err := analytics.CompileResample([]byte(body), s.account, nil)
+				return q, err
 			}})
 		if err != nil {
 			return err
@@ -49,11 +46,8 @@ func benchAggregation(ctx context.Context, h *benchharness.Harness, s series) er
 		s.variableID, s.start.UnixMilli(), s.end.UnixMilli())
 	viaHTTP, floor, err := benchQuery(ctx, h, s.token, queryCase{name: "E9 mean", path: "/api/v1.6/data/stats/aggregation", body: body,
 		compile: func() (querybuilder.Query, error) {
-			req, err := analytics.ParseAggregation([]byte(body), s.account)
-			if err != nil {
-				return querybuilder.Query{}, err
-			}
-			return querybuilder.Aggregation(req.Query)
+			_, q, err := analytics.CompileAggregation([]byte(body), s.account, nil)
+			return q, err
 		}})
 	if err != nil {
 		return err

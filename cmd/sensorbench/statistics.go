@@ -24,11 +24,8 @@ func benchStatistics(ctx context.Context, h *benchharness.Harness, s series) err
 			s.start.UnixMilli(), s.end.UnixMilli(), s.variableID, c.aggs)
 		viaHTTP, floor, err := benchQuery(ctx, h, s.token, queryCase{name: c.name, path: "/api/v2.0/data/statistics", body: body,
 			compile: func() (querybuilder.Query, error) {
-				req, _, err := analytics.ParseStatistics([]byte(body), s.account)
-				if err != nil {
-					return querybuilder.Query{}, err
-				}
-				return querybuilder.Statistics(req)
+				q, _, err := analytics.CompileStatistics([]byte(body), s.account, nil)
+				return q, err
 			}})
 		if err != nil {
 			return err

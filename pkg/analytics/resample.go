@@ -124,7 +124,7 @@ func readCommon(o *validate.Object) common {
 	o.Require("variables", "aggregation")
 	c.ids = readIDs(o)
 	if agg, ok := o.String("aggregation", 0); ok && !querybuilder.IsResampleAggregation(agg) {
-		o.Fail("aggregation", fmt.Sprintf("\"%s\" is not a valid choice. Choose one of mean, min, max, count, sum.", agg))
+		o.Fail("aggregation", fmt.Sprintf("\"%s\" is not a valid choice. Choose one of %s.", agg, strings.Join(querybuilder.ResampleAggregations, ", ")))
 	} else {
 		c.agg = agg
 	}

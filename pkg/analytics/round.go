@@ -1,6 +1,7 @@
 // Package analytics parses and validates the bodies of the analytics endpoints
-// (statistics E7, resample E8, aggregation E9) into querybuilder requests, and shapes
-// the rows the compiled statements return into response bodies. It has no HTTP or
+// (statistics E7, resample E8, aggregation E9) into querybuilder requests, compiles
+// them (one path per endpoint, compile.go), and shapes the rows the compiled
+// statements return into response bodies. It has no HTTP or
 // database dependency, so `sensorapi compile` shares it with the handlers.
 package analytics
 

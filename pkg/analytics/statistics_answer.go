@@ -11,37 +11,6 @@ import (
 	"github.com/sensordata/sensorapi/querybuilder"
 )
 
-// StatisticsRow is one row of the compiled statistics statement (column names as in
-// querybuilder.Statistics). Pointers are NULL-able columns; columns of aggregations
-// that were not requested are absent and stay nil.
-type StatisticsRow struct {
-	Ord               int64      `bun:"ord"`
-	VariableID        *string    `bun:"variable_id"`
-	VariableLabel     *string    `bun:"variable_label"`
-	VariableName      *string    `bun:"variable_name"`
-	VariableCreatedAt *time.Time `bun:"variable_created_at"`
-	DeviceID          *string    `bun:"device_id"`
-	DeviceLabel       *string    `bun:"device_label"`
-	DeviceName        *string    `bun:"device_name"`
-	DeviceCreatedAt   *time.Time `bun:"device_created_at"`
-	HasData           bool       `bun:"has_data"`
-	N                 int64      `bun:"n"`
-	FirstValue        *float64   `bun:"first_value"`
-	FirstTS           *time.Time `bun:"first_ts"`
-	LastValue         *float64   `bun:"last_value"`
-	LastTS            *time.Time `bun:"last_ts"`
-	MinValue          *float64   `bun:"min_value"`
-	MinTS             *time.Time `bun:"min_ts"`
-	MaxValue          *float64   `bun:"max_value"`
-	MaxTS             *time.Time `bun:"max_ts"`
-	SumValue          *float64   `bun:"sum_value"`
-	MeanValue         *float64   `bun:"mean_value"`
-	StdValue          *float64   `bun:"std_value"`
-	P25Value          *float64   `bun:"p25_value"`
-	P50Value          *float64   `bun:"p50_value"`
-	P75Value          *float64   `bun:"p75_value"`
-}
-
 // StatisticsAnswer is the E7 200 body.
 type StatisticsAnswer struct {
 	Start   int64 `json:"start"`
@@ -76,7 +45,7 @@ type statisticsMissing struct {
 // ShapeStatistics builds the E7 answer from the statement's rows (one per requested
 // variable, in request order). places is the rounding in force: the request's
 // decimalPlaces, else the account's, else nil for full precision.
-func ShapeStatistics(rows []StatisticsRow, opts StatisticsOptions, places *int, baseURL string) (StatisticsAnswer, error) {
+func ShapeStatistics(rows []querybuilder.StatisticsRow, opts StatisticsOptions, places *int, baseURL string) (StatisticsAnswer, error) {
 	if len(rows) != len(opts.Keys) {
 		return StatisticsAnswer{}, fmt.Errorf("statistics: %d rows for %d variables", len(rows), len(opts.Keys))
 	}
@@ -88,12 +57,16 @@ func ShapeStatistics(rows []StatisticsRow, opts StatisticsOptions, places *int, 
 			ans.Results[i] = m
 			continue
 		}
+		results, err := aggregates(&r, opts.Aggregations, places)
+		if err != nil {
+			return StatisticsAnswer{}, err
+		}
 		ans.Results[i] = statisticsEntry{
 			Device: ResourceSummary{URL: baseURL + "/api/v2.0/devices/" + *r.DeviceID, ID: *r.DeviceID,
 				Label: *r.DeviceLabel, Name: *r.DeviceName, CreatedAt: model.Timestamp(*r.DeviceCreatedAt)},
 			Variable: ResourceSummary{URL: baseURL + "/api/v2.0/variables/" + *r.VariableID, ID: *r.VariableID,
 				Label: *r.VariableLabel, Name: *r.VariableName, CreatedAt: model.Timestamp(*r.VariableCreatedAt)},
-			Results: r.aggregates(opts.Aggregations, places),
+			Results: results,
 			Code:    200,
 		}
 	}
@@ -102,9 +75,9 @@ func ShapeStatistics(rows []StatisticsRow, opts StatisticsOptions, places *int, 
 
 // aggregates is the entry's results object: one key per requested aggregation, or
 // none when the range holds no data.
-func (r StatisticsRow) aggregates(names []string, decimalPlaces *int) aggregateValues {
+func aggregates(r *querybuilder.StatisticsRow, names []string, decimalPlaces *int) (aggregateValues, error) {
 	if !r.HasData {
-		return nil
+		return nil, nil
 	}
 	places := -1 // full precision
 	if decimalPlaces != nil {
@@ -112,32 +85,16 @@ func (r StatisticsRow) aggregates(names []string, decimalPlaces *int) aggregateV
 	}
 	vals := make(aggregateValues, 0, len(names))
 	for _, name := range names {
-		v := aggregateValue{Name: name}
-		switch name {
-		case querybuilder.AggCount:
-			v.Value = r.N
-		case querybuilder.AggFirst:
-			v.Value, v.Timestamp = roundPtr(r.FirstValue, places), ms(r.FirstTS)
-		case querybuilder.AggLast:
-			v.Value, v.Timestamp = roundPtr(r.LastValue, places), ms(r.LastTS)
-		case querybuilder.AggMin:
-			v.Value, v.Timestamp = roundPtr(r.MinValue, places), ms(r.MinTS)
-		case querybuilder.AggMax:
-			v.Value, v.Timestamp = roundPtr(r.MaxValue, places), ms(r.MaxTS)
-		default:
-			v.Value = roundPtr(r.plainValue(name), places)
+		value, at, err := querybuilder.StatisticsAnswer(name, r)
+		if err != nil {
+			return nil, err
 		}
-		vals = append(vals, v)
+		if f, ok := value.(*float64); ok {
+			value = roundPtr(f, places)
+		}
+		vals = append(vals, aggregateValue{Name: name, Value: value, Timestamp: ms(at)})
 	}
-	return vals
-}
-
-// plainValue is the column of an aggregation answered without a timestamp.
-func (r StatisticsRow) plainValue(name string) *float64 {
-	return map[string]*float64{
-		querybuilder.AggSum: r.SumValue, querybuilder.AggMean: r.MeanValue, querybuilder.AggStd: r.StdValue,
-		querybuilder.AggP25: r.P25Value, querybuilder.AggP50: r.P50Value, querybuilder.AggP75: r.P75Value,
-	}[name]
+	return vals, nil
 }
 
 // aggregateValue is {"value": ...} or {"value": ..., "timestamp": ms}.

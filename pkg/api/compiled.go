@@ -36,6 +36,12 @@ func (s *Server) explain(c *gin.Context, r request) (bool, error) {
 	}
 }
 
+// horizon is the request's raw horizon lookup for compiling (readHorizon: it also
+// sets the X-Raw-Horizon header when the range reaches past it).
+func (s *Server) horizon(c *gin.Context) analytics.Horizon {
+	return func(start *time.Time) *time.Time { return s.readHorizon(c, start) }
+}
+
 // runCompiled runs a compiled statement (on a replica when there are any, API.md §15),
 // logging it with its duration at debug level.
 func (s *Server) runCompiled(c *gin.Context, q querybuilder.Query, dest any) error {

@@ -11,7 +11,6 @@ import (
 
 	"github.com/sensordata/sensorapi/pkg/analytics"
 	"github.com/sensordata/sensorapi/pkg/apierr"
-	"github.com/sensordata/sensorapi/querybuilder"
 )
 
 // resampleRoutes registers E8 and E9 (API.md §8, §9).
@@ -25,16 +24,9 @@ func (s *Server) resample(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	req, err := analytics.ParseResample(body, account(c).ID)
+	req, q, err := analytics.CompileResample(body, account(c).ID, s.horizon(c))
 	if err != nil {
 		return err
-	}
-	if req.Query.Start != nil || req.Query.End != nil { // not the last 100 values
-		req.Query.RawHorizon = s.readHorizon(c, req.Query.Start)
-	}
-	q, err := querybuilder.Resample(req.Query)
-	if err != nil {
-		return fmt.Errorf("compile resample: %w", err)
 	}
 	return s.runAnalytics(c, request{q, "resample", body}, req.Query.VariableIDs,
 		func(rows []analytics.Row) any { return req.Shape(rows) })
@@ -45,16 +37,9 @@ func (s *Server) aggregation(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	req, err := analytics.ParseAggregation(body, account(c).ID)
+	req, q, err := analytics.CompileAggregation(body, account(c).ID, s.horizon(c))
 	if err != nil {
 		return err
-	}
-	if req.Query.Start != nil || req.Query.End != nil {
-		req.Query.RawHorizon = s.readHorizon(c, req.Query.Start)
-	}
-	q, err := querybuilder.Aggregation(req.Query)
-	if err != nil {
-		return fmt.Errorf("compile aggregation: %w", err)
 	}
 	return s.runAnalytics(c, request{q, "aggregation", body}, req.Query.VariableIDs,
 		func(rows []analytics.Row) any { return req.Shape(rows) })

@@ -18,19 +18,14 @@ func (s *Server) statistics(c *gin.Context) error {
 		return err
 	}
 	acct := account(c)
-	req, opts, err := analytics.ParseStatistics(body, acct.ID)
+	q, opts, err := analytics.CompileStatistics(body, acct.ID, s.horizon(c))
 	if err != nil {
 		return err
-	}
-	req.RawHorizon = s.readHorizon(c, &req.Start)
-	q, err := querybuilder.Statistics(req)
-	if err != nil {
-		return fmt.Errorf("compile statistics: %w", err)
 	}
 	if done, err := s.explain(c, request{q, "statistics", body}); done {
 		return err
 	}
-	var rows []analytics.StatisticsRow
+	var rows []querybuilder.StatisticsRow
 	if err := s.runCompiled(c, q, &rows); err != nil {
 		return fmt.Errorf("statistics: %w", err)
 	}

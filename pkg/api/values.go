@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -264,7 +265,7 @@ func (s *Server) deleteValues(c *gin.Context) error {
 func (s *Server) getStatistic(c *gin.Context) error {
 	agg := c.Param("agg")
 	if !querybuilder.IsVariableStatistic(agg) {
-		return apierr.Invalid("agg", "Choose one of mean, variance, min, max, sum, count.")
+		return apierr.Invalid("agg", "Choose one of "+strings.Join(querybuilder.VariableStatistics, ", ")+".")
 	}
 	var v *float64
 	err := s.readValues(c, func(st *ingest.Store, key int64) error {
