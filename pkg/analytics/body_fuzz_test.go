@@ -20,7 +20,7 @@ const fuzzAccount = 7
 func checkRejected(t *testing.T, body []byte, err error, allowString bool) {
 	t.Helper()
 	var ae *apierr.Error
-	if !errors.As(err, &ae) || ae.Status != 400 {
+	if !errors.As(err, &ae) || ae.Status() != 400 {
 		t.Fatalf("rejection is not a 400 *apierr.Error: %#v", err)
 	}
 	switch d := ae.Detail.(type) {

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"regexp"
 	"sort"
 	"strconv"
@@ -55,7 +54,7 @@ type Response struct {
 // JSON object (spec).
 func JSONParseError(reason string) error {
 	msg := "JSON parse error - " + reason
-	return &apierr.Error{Status: http.StatusBadRequest, Message: msg, Detail: msg}
+	return apierr.New(apierr.KindInvalid, 0, msg, msg)
 }
 
 // common holds the fields E8 and E9 share.

@@ -77,7 +77,7 @@ func TestParseJSONErrorsAreDetailOnly(t *testing.T) {
 	for _, body := range []string{`{`, `[]`, `null`, `"x"`} {
 		_, err := ParseAggregation([]byte(body), 1)
 		var ae *apierr.Error
-		if !errors.As(err, &ae) || ae.Status != 400 {
+		if !errors.As(err, &ae) || ae.Status() != 400 {
 			t.Fatalf("%s: %v", body, err)
 		}
 		b, _ := json.Marshal(ae.Body())

@@ -67,5 +67,5 @@ func (s *Server) writeError(c *gin.Context, ae *apierr.Error) {
 	for k, v := range ae.Header {
 		c.Header(k, v)
 	}
-	c.AbortWithStatusJSON(ae.Status, ae.Body())
+	c.AbortWithStatusJSON(ae.Status(), ae.Body())
 }

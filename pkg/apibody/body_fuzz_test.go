@@ -29,7 +29,7 @@ func readBody(body []byte) (*validate.Object, bool) {
 func checkRefusal(t *testing.T, o *validate.Object, required ...string) {
 	t.Helper()
 	var ae *apierr.Error
-	if !errors.As(o.Errs.Err(), &ae) || ae.Status != 400 || ae.Code != 400001 {
+	if !errors.As(o.Errs.Err(), &ae) || ae.Status() != 400 || ae.Code != 400001 {
 		t.Fatalf("refusal %#v", o.Errs.Err())
 	}
 	for path, msgs := range o.Errs {

@@ -54,7 +54,6 @@ var httpStatus = map[Kind]int{
 // Error is an error of a kind with its HTTP rendering.
 type Error struct {
 	Kind    Kind
-	Status  int    // HTTP status: httpStatus[Kind] (New sets it)
 	Code    int    // body "code"; 0 renders no code/message (the detail-only bodies)
 	Message string // body "message"
 	Detail  any    // body "detail": a string or a Fields map; nil omits it
@@ -63,8 +62,11 @@ type Error struct {
 
 // New is an error of kind k rendered with that body code, message and detail.
 func New(k Kind, code int, message string, detail any) *Error {
-	return &Error{Kind: k, Status: httpStatus[k], Code: code, Message: message, Detail: detail}
+	return &Error{Kind: k, Code: code, Message: message, Detail: detail}
 }
+
+// Status is the HTTP status of the error's kind.
+func (e *Error) Status() int { return httpStatus[e.Kind] }
 
 // RetryAfter returns a copy that tells the client to retry after secs seconds.
 func (e *Error) RetryAfter(secs string) *Error {
