@@ -37,9 +37,10 @@ func (s *Server) renderErrors(c *gin.Context) {
 	s.writeError(c, s.toAPIError(c, c.Errors.Last().Err))
 }
 
-// toAPIError maps any error to an *apierr.Error: API errors as they are, an
-// unreachable database to 503, a statement timeout to its own 503, anything else to a
-// 500 whose cause is logged but never sent.
+// toAPIError maps any error to an *apierr.Error: API errors as they are, a fault of the
+// database's environment (unreachable, restarting, read-only, out of disk, memory or
+// connections) to a 503 naming it, a statement timeout to its own 503, anything else
+// to a 500 whose cause is logged but never sent.
 func (s *Server) toAPIError(c *gin.Context, err error) *apierr.Error {
 	var ae *apierr.Error
 	var mbe *http.MaxBytesError
@@ -55,9 +56,10 @@ func (s *Server) toAPIError(c *gin.Context, err error) *apierr.Error {
 	case apierr.IsTimeout(err) && c.Request.Context().Err() == nil:
 		s.Log.WarnContext(c, "query timeout", "request_id", requestID(c), "route", c.FullPath())
 		return apierr.QueryTimeout
-	case apierr.IsUnavailable(err):
-		s.Log.WarnContext(c, "database unavailable", "request_id", requestID(c), "error", err.Error())
-		return apierr.Unavailable
+	}
+	if ae := apierr.FromDatabase(err); ae != nil {
+		s.Log.WarnContext(c, "database unavailable", "request_id", requestID(c), "cause", ae.Detail, "error", err.Error())
+		return ae
 	}
 	s.Log.ErrorContext(c, "internal error", "request_id", requestID(c), "route", c.FullPath(), "error", err.Error())
 	return apierr.Internal(requestID(c))

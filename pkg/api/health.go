@@ -22,7 +22,11 @@ func (s *Server) readyz(c *gin.Context) {
 	defer cancel()
 	if err := store.Ready(ctx, s.DB); err != nil {
 		s.Log.WarnContext(c, "not ready", "error", err.Error())
-		s.writeError(c, apierr.Unavailable)
+		ae := apierr.FromDatabase(err)
+		if ae == nil {
+			ae = apierr.Unavailable
+		}
+		s.writeError(c, ae)
 		return
 	}
 	body := gin.H{"status": "ready"}

@@ -34,7 +34,9 @@ func TestDatabaseOutage(t *testing.T) {
 		if d := time.Since(start); d > 5*time.Second {
 			t.Errorf("%s took %v during the outage", path, d)
 		}
-		if r.Status != 503 || string(r.Body) != `{"code":503001,"message":"Service unavailable."}` {
+		// the cause: refused connections, or the shutdown notice a pooled one got
+		if r.Status != 503 || (string(r.Body) != `{"code":503001,"message":"Service unavailable.","detail":"The database cannot be reached."}` &&
+			string(r.Body) != `{"code":503001,"message":"Service unavailable.","detail":"The database is restarting or recovering."}`) {
 			t.Fatalf("%s during outage: %d %s", path, r.Status, r.Body)
 		}
 		if r.Header.Get("Retry-After") == "" {
@@ -246,5 +248,79 @@ func TestQueryTimeoutAnswersJSON(t *testing.T) {
 	}
 	if n := db.Pool.Stat().AcquiredConns(); n != 0 {
 		t.Fatalf("%d connections still held", n)
+	}
+}
+
+// TestDatabaseFaultsAnswer503WithCause: PostgreSQL reports a fault of its environment
+// (a full disk: SQLSTATE 53100, as when it cannot extend a file; out of memory: 53200;
+// a read-only transaction: 25006, as on a standby after a failover), raised here by a
+// trigger on one variable's values: writes answer 503 naming the cause with
+// Retry-After, never 500, nothing is written, and writes go through again once the
+// fault is gone.
+func TestDatabaseFaultsAnswer503WithCause(t *testing.T) {
+	ctx := context.Background()
+	c := env.Client(t).As(env.NewAccount(t))
+	post := func(v float64) testenv.Response {
+		return c.Post("/api/v1.6/devices/faulty/t/values", map[string]any{"value": v, "timestamp": 1000 + int64(v)})
+	}
+	if r := post(1); r.Status != 201 {
+		t.Fatalf("first write: %d %s", r.Status, r.Body)
+	}
+	var key int64
+	if err := env.DB.NewRaw(`SELECT v.id FROM variables v JOIN devices d ON d.id = v.device_id
+		WHERE d.label = 'faulty' AND v.label = 't' AND d.account_id = (SELECT account_id FROM tokens
+		WHERE hash = sha256(convert_to(?, 'UTF8')))`, c.Token).Scan(ctx, &key); err != nil {
+		t.Fatal(err)
+	}
+	written := []float64{1}
+	for i, f := range []struct{ errcode, cause string }{
+		{"disk_full", "The database is out of disk space."},
+		{"out_of_memory", "The database is out of memory."},
+		{"read_only_sql_transaction", "The database is read-only (a standby, e.g. during a failover)."},
+	} {
+		fault(t, key, f.errcode)
+		r := post(float64(10 + i))
+		body := fmt.Sprintf(`{"code":503001,"message":"Service unavailable.","detail":"%s"}`, f.cause)
+		if r.Status != 503 || string(r.Body) != body || r.Header.Get("Retry-After") == "" {
+			t.Fatalf("%s: %d %s (Retry-After %q), want 503 %s", f.errcode, r.Status, r.Body, r.Header.Get("Retry-After"), body)
+		}
+		unfault(t)
+		v := float64(20 + i)
+		if r := post(v); r.Status != 201 {
+			t.Fatalf("after %s: %d %s", f.errcode, r.Status, r.Body)
+		}
+		written = append(written, v)
+	}
+	var values []float64
+	if err := env.DB.NewRaw(`SELECT value FROM "values" WHERE variable_id = ? ORDER BY ts`, key).Scan(ctx, &values); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(values) != fmt.Sprint(written) {
+		t.Fatalf("stored %v, want %v: a refused write left something", values, written)
+	}
+}
+
+// fault makes every insert of variable key's values fail with SQLSTATE errcode (a
+// condition name) until unfault.
+func fault(t *testing.T, key int64, errcode string) {
+	t.Helper()
+	for _, q := range []string{
+		fmt.Sprintf(`CREATE FUNCTION test_fault() RETURNS trigger LANGUAGE plpgsql AS $$
+		 BEGIN RAISE EXCEPTION 'injected fault' USING ERRCODE = '%s'; END $$`, errcode),
+		fmt.Sprintf(`CREATE TRIGGER test_fault BEFORE INSERT ON "values" FOR EACH ROW
+		 WHEN (NEW.variable_id = %d) EXECUTE FUNCTION test_fault()`, key),
+	} {
+		if _, err := env.DB.ExecContext(context.Background(), q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { unfault(t) })
+}
+
+func unfault(t *testing.T) {
+	t.Helper()
+	if _, err := env.DB.ExecContext(context.Background(),
+		`DROP TRIGGER IF EXISTS test_fault ON "values"; DROP FUNCTION IF EXISTS test_fault()`); err != nil {
+		t.Fatal(err)
 	}
 }

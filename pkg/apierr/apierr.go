@@ -162,26 +162,73 @@ func Internal(requestID string) *Error {
 	return New(KindInternal, 500001, "Internal server error.", "request id "+requestID)
 }
 
-// IsUnavailable tells whether err means the database cannot be reached (503, retry
-// later) rather than a bug.
-func IsUnavailable(err error) bool {
+// Causes of a database that cannot do the work now, as the 503's detail names them.
+const (
+	CauseDiskFull    = "The database is out of disk space."
+	CauseMemory      = "The database is out of memory."
+	CauseConnections = "The database has no connection to spare."
+	CauseResources   = "The database is out of a resource."
+	CauseRestarting  = "The database is restarting or recovering."
+	CauseReadOnly    = "The database is read-only (a standby, e.g. during a failover)."
+	CauseUnreachable = "The database cannot be reached."
+)
+
+// FromDatabase maps a fault of the environment to a 503 that names its cause (API.md
+// §2), by SQLSTATE class rather than by message: 53 (insufficient resources), 57P
+// (shutdown, crash recovery, cannot connect now), 08 (connection) and 25006 (read-only
+// transaction: a standby after a failover), and the driver's and network's own
+// connection errors. nil when err is no such fault (a bug, a bad request).
+func FromDatabase(err error) *Error {
+	cause := databaseCause(err)
+	if cause == "" {
+		return nil
+	}
+	return New(KindUnavailable, 503001, "Service unavailable.", cause).RetryAfter("5")
+}
+
+// databaseCause is FromDatabase's cause, "" when err is not a fault of the environment.
+func databaseCause(err error) string {
 	if err == nil {
-		return false
+		return ""
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pgCause(pe.Code)
 	}
 	var ce *pgconn.ConnectError
 	var ne net.Error
-	var pe *pgconn.PgError
 	switch {
 	case errors.As(err, &ce), errors.As(err, &ne), errors.Is(err, driver.ErrBadConn),
 		errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF), pgconn.SafeToRetry(err):
-		return true
-	case errors.As(err, &pe):
-		// class 08: connection exception; 57P01-03: shutdown, crash, starting up
-		return strings.HasPrefix(pe.Code, "08") || pe.Code == "57P01" || pe.Code == "57P02" || pe.Code == "57P03"
+		return CauseUnreachable
 	}
 	msg := err.Error()
-	return strings.Contains(msg, "conn closed") || strings.Contains(msg, "connection refused") ||
-		strings.Contains(msg, "failed to connect")
+	if strings.Contains(msg, "conn closed") || strings.Contains(msg, "connection refused") ||
+		strings.Contains(msg, "failed to connect") {
+		return CauseUnreachable
+	}
+	return ""
+}
+
+// pgCause names the environment fault a SQLSTATE reports, "" for any other.
+func pgCause(code string) string {
+	switch {
+	case code == "53100":
+		return CauseDiskFull
+	case code == "53200":
+		return CauseMemory
+	case code == "53300":
+		return CauseConnections
+	case strings.HasPrefix(code, "53"):
+		return CauseResources
+	case strings.HasPrefix(code, "57P"):
+		return CauseRestarting
+	case strings.HasPrefix(code, "08"):
+		return CauseUnreachable
+	case code == "25006":
+		return CauseReadOnly
+	}
+	return ""
 }
 
 // IsTimeout tells whether err is a statement timeout or deadline.

@@ -1,6 +1,13 @@
 package apierr
 
-import "testing"
+import (
+	"errors"
+	"fmt"
+	"io"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgconn"
+)
 
 // TestKindsKeepTheirStatuses: every error, one of each kind, answers the HTTP status
 // API.md §2 gives it, from its kind.
@@ -37,5 +44,36 @@ func TestRetryAfterCopies(t *testing.T) {
 	e := Unavailable.RetryAfter("9")
 	if e.Header["Retry-After"] != "9" || Unavailable.Header["Retry-After"] != "5" {
 		t.Fatalf("copy %v, original %v", e.Header, Unavailable.Header)
+	}
+}
+
+// TestDatabaseFaultsByClass: faults of the database's environment are 503s naming
+// their cause by SQLSTATE class, never 500s; other database errors are not faults.
+func TestDatabaseFaultsByClass(t *testing.T) {
+	for _, c := range []struct {
+		err   error
+		cause string
+	}{
+		{&pgconn.PgError{Code: "53100"}, CauseDiskFull},
+		{&pgconn.PgError{Code: "53200"}, CauseMemory},
+		{&pgconn.PgError{Code: "53300"}, CauseConnections},
+		{&pgconn.PgError{Code: "53400"}, CauseResources},
+		{&pgconn.PgError{Code: "57P01"}, CauseRestarting},
+		{&pgconn.PgError{Code: "57P03"}, CauseRestarting},
+		{&pgconn.PgError{Code: "08006"}, CauseUnreachable},
+		{&pgconn.PgError{Code: "25006"}, CauseReadOnly},
+		{fmt.Errorf("write values: %w", io.ErrUnexpectedEOF), CauseUnreachable},
+		{&pgconn.PgError{Code: "23505"}, ""}, // a unique violation is a bug or a request's
+		{&pgconn.PgError{Code: "57014"}, ""}, // a statement timeout has its own 503
+		{&pgconn.PgError{Code: "40P01"}, ""}, // deadlocks are retried, not reported
+		{errors.New("something else"), ""},
+	} {
+		ae := FromDatabase(c.err)
+		switch {
+		case c.cause == "" && ae != nil:
+			t.Errorf("%v: %v, want no fault", c.err, ae)
+		case c.cause != "" && (ae == nil || ae.Status() != 503 || ae.Detail != c.cause || ae.Header["Retry-After"] == ""):
+			t.Errorf("%v: %+v, want 503 %q with Retry-After", c.err, ae, c.cause)
+		}
 	}
 }

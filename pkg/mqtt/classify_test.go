@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/mochi-mqtt/server/v2/packets"
 
 	"github.com/sensordata/sensorapi/pkg/apierr"
@@ -29,6 +30,8 @@ func TestClassify(t *testing.T) {
 		{apierr.NotFound("v"), "unavailable", packets.ErrServerUnavailable},
 		{apierr.QueueFull, "unavailable", packets.ErrServerUnavailable},
 		{errors.New("conn closed"), "unavailable", packets.ErrServerUnavailable},
+		{fmt.Errorf("write values: %w", &pgconn.PgError{Code: "53100"}), "unavailable", packets.ErrQuotaExceeded},
+		{&pgconn.PgError{Code: "25006"}, "unavailable", packets.ErrServerUnavailable},
 	} {
 		if label, code := classify(c.err); label != c.label || code != c.code {
 			t.Errorf("%v: %s %v, want %s %v", c.err, label, code, c.label, c.code)

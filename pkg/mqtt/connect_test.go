@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"io"
 	"net"
 	"strings"
 	"testing"
@@ -223,8 +224,9 @@ func (rc *rawConn) read(t *testing.T, want byte) packets.Packet {
 	if err != nil {
 		t.Fatal(err)
 	}
+	pk.FixedHeader.Remaining = n
 	body := make([]byte, n)
-	if _, err := rc.r.Read(body); err != nil && n > 0 {
+	if _, err := io.ReadFull(rc.r, body); err != nil {
 		t.Fatal(err)
 	}
 	if pk.FixedHeader.Type != want {
@@ -235,6 +237,8 @@ func (rc *rawConn) read(t *testing.T, want byte) packets.Packet {
 		err = pk.ConnackDecode(body)
 	case packets.Puback:
 		err = pk.PubackDecode(body)
+	case packets.Disconnect:
+		err = pk.DisconnectDecode(body)
 	}
 	if err != nil {
 		t.Fatal(err)

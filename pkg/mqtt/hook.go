@@ -174,7 +174,7 @@ func (h *hook) OnPublish(cl *mochi.Client, pk packets.Packet) (packets.Packet, e
 		h.b.Log.Warn("mqtt publish not written; closing the connection", "client", cl.ID, "topic", pk.TopicName,
 			"error", err.Error())
 		if cl.Properties.ProtocolVersion == 5 {
-			_ = h.b.server.DisconnectClient(cl, packets.ErrServerUnavailable)
+			_ = h.b.server.DisconnectClient(cl, code)
 		}
 		cl.Stop(err)
 		return pk, packets.ErrRejectPacket
@@ -261,6 +261,9 @@ func classify(err error) (string, packets.Code) {
 		if r, ok := rejections[ae.Kind]; ok {
 			return r.label, r.code
 		}
+	}
+	if db := apierr.FromDatabase(err); db != nil && db.Detail == apierr.CauseDiskFull {
+		return "unavailable", packets.ErrQuotaExceeded // MQTT 5's nearest: the server's storage
 	}
 	return "unavailable", packets.ErrServerUnavailable
 }

@@ -2,10 +2,12 @@ package mqtt_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	paho "github.com/eclipse/paho.mqtt.golang"
+	"github.com/mochi-mqtt/server/v2/packets"
 
 	"github.com/sensordata/sensorapi/pkg/testenv"
 )
@@ -59,5 +61,43 @@ func TestOutageNoPubackThenRedelivery(t *testing.T) {
 	time.Sleep(500 * time.Millisecond) // a second delivery would show by now
 	if n := stored(); n != 1 {
 		t.Fatalf("the message is stored %d times, want once", n)
+	}
+}
+
+// TestDiskFullDisconnectsWithQuotaExceeded: when PostgreSQL reports a full disk
+// (SQLSTATE 53100, raised by a trigger on one variable's values) an MQTT 5 publish gets
+// no PUBACK: the server sends DISCONNECT with reason 0x97 (quota exceeded) and closes
+// the connection, so the client keeps the message; nothing is stored.
+func TestDiskFullDisconnectsWithQuotaExceeded(t *testing.T) {
+	in := newInstance(t)
+	tok := env.NewAccount(t)
+	conn, _ := dialRaw(t, in.addr, 5, tok, func(*packets.ConnectParams) {})
+	conn.publish(t, 1, "/v1.6/devices/full/t", "1") // device and variable exist and are cached
+	var key int64
+	if err := env.DB.NewRaw(`SELECT v.id FROM variables v JOIN devices d ON d.id = v.device_id
+		WHERE d.label = 'full' AND d.account_id = (SELECT account_id FROM tokens
+		WHERE hash = sha256(convert_to(?, 'UTF8')))`, tok).Scan(context.Background(), &key); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`CREATE FUNCTION test_disk_full() RETURNS trigger LANGUAGE plpgsql AS $$
+		 BEGIN RAISE EXCEPTION 'could not extend file: No space left on device' USING ERRCODE = 'disk_full'; END $$`,
+		fmt.Sprintf(`CREATE TRIGGER test_disk_full BEFORE INSERT ON "values" FOR EACH ROW
+		 WHEN (NEW.variable_id = %d) EXECUTE FUNCTION test_disk_full()`, key),
+	} {
+		if _, err := env.DB.ExecContext(context.Background(), q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		_, _ = env.DB.ExecContext(context.Background(), `DROP TRIGGER test_disk_full ON "values"; DROP FUNCTION test_disk_full()`)
+	})
+	conn.send(t, packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Publish, Qos: 1}, PacketID: 9,
+		TopicName: "/v1.6/devices/full/t", Payload: []byte("2")})
+	if d := conn.read(t, packets.Disconnect); d.ReasonCode != packets.ErrQuotaExceeded.Code {
+		t.Fatalf("DISCONNECT 0x%02x, want 0x97", d.ReasonCode)
+	}
+	if got := values(t, in.http.As(tok), "full", "t"); len(got) != 1 {
+		t.Fatalf("stored %v, want only the first value", got)
 	}
 }
