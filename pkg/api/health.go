@@ -13,7 +13,11 @@ import (
 	"github.com/sensordata/sensorapi/pkg/store"
 )
 
-func (s *Server) healthz(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) }
+// healthz is 200 while the process runs; it tells the storage size, the write budget
+// and the writes it refused (pkg/budget), which never make the process unhealthy.
+func (s *Server) healthz(c *gin.Context) {
+	c.JSON(http.StatusOK, gin.H{"status": "ok", "storage": s.Budget.Status()})
+}
 
 // readyz is 200 when the database answers and the schema is migrated; it lists the
 // replicas' states, which never make the instance unready.

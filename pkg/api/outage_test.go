@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/url"
@@ -322,5 +323,69 @@ func unfault(t *testing.T) {
 	if _, err := env.DB.ExecContext(context.Background(),
 		`DROP TRIGGER IF EXISTS test_fault ON "values"; DROP FUNCTION IF EXISTS test_fault()`); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestStorageBudgetStopsWrites: past SENSORAPI_WRITE_STOP_SIZE (here 1 byte: the
+// database is always past it) writes answer 507 and write nothing, while reads and
+// deletes go on; /healthz and /metrics tell the size, the budget and the refusals. A
+// budget above the size lets writes through.
+func TestStorageBudgetStopsWrites(t *testing.T) {
+	open := env.Client(t).As(env.NewAccount(t))
+	if r := open.Post("/api/v1.6/devices/budget/t/values", map[string]any{"value": 1, "timestamp": 1000}); r.Status != 201 {
+		t.Fatalf("write before the budget: %d %s", r.Status, r.Body)
+	}
+	cfg := env.Config()
+	cfg.WriteStopSize = 1
+	full := env.ClientWith(t, cfg).As(open.Token)
+	storage := func() map[string]any {
+		r := full.Get("/healthz")
+		s, _ := r.Object(t)["storage"].(map[string]any)
+		return s
+	}
+	for deadline := time.Now().Add(10 * time.Second); storage()["bytes"] == 0.0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the storage size was not measured")
+		}
+	}
+	for _, w := range []struct{ path, body string }{
+		{"/api/v1.6/devices/budget/t/values", `{"value":2,"timestamp":2000}`},
+		{"/api/v1.6/devices/budget/", `{"t":{"value":3,"timestamp":3000}}`},
+		{"/api/v1.6/devices/budget-new/", `{"t":4}`},
+	} {
+		r := full.Post(w.path, w.body)
+		if r.Status != 507 || string(r.Body) != `{"code":507001,"message":"Storage budget exhausted."}` {
+			t.Fatalf("%s over the budget: %d %s", w.path, r.Status, r.Body)
+		}
+	}
+	if r := full.Get("/api/v1.6/devices/budget/t/values"); r.Status != 200 || !strings.Contains(string(r.Body), `"count":true`) ||
+		strings.Count(string(r.Body), `"value"`) != 1 {
+		t.Fatalf("read over the budget: %d %s", r.Status, r.Body)
+	}
+	if r := full.Get("/api/v2.0/devices/~budget-new"); r.Status != 404 {
+		t.Fatalf("a refused write created its device: %d", r.Status)
+	}
+	var id struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal(full.Get("/api/v2.0/devices/~budget/variables/~t").Body, &id); err != nil || id.ID == "" {
+		t.Fatalf("variable id: %v", err)
+	}
+	if r := full.Delete(fmt.Sprintf("/api/v1.6/variables/%s/values/0/1500", id.ID)); r.Status != 204 {
+		t.Fatalf("delete over the budget: %d %s", r.Status, r.Body)
+	}
+	s := storage()
+	if s["writeStopBytes"] != 1.0 || s["writesRefused"] != 3.0 || s["bytes"].(float64) < 1e6 {
+		t.Fatalf("healthz storage: %v", s)
+	}
+	m := full.As("").Get("/metrics")
+	if !strings.Contains(string(m.Body), "sensorapi_storage_writes_refused_total 3") {
+		t.Fatalf("refusals not in /metrics")
+	}
+
+	cfg.WriteStopSize = 1 << 50
+	roomy := env.ClientWith(t, cfg).As(open.Token)
+	if r := roomy.Post("/api/v1.6/devices/budget/t/values", map[string]any{"value": 5, "timestamp": 5000}); r.Status != 201 {
+		t.Fatalf("write under the budget: %d %s", r.Status, r.Body)
 	}
 }

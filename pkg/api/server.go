@@ -11,6 +11,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/sensordata/sensorapi/pkg/auth"
+	"github.com/sensordata/sensorapi/pkg/budget"
 	"github.com/sensordata/sensorapi/pkg/config"
 	"github.com/sensordata/sensorapi/pkg/console"
 	"github.com/sensordata/sensorapi/pkg/ingest"
@@ -30,6 +31,7 @@ type Server struct {
 	Tokens   *auth.Tokens
 	Ingest   *ingest.Pipeline
 	Replicas *store.Replicas
+	Budget   *budget.Budget // the storage size and its write budget, for /healthz
 	// Horizon is the raw horizon (API.md §16), read at most every server.HorizonTTL: writes
 	// before it are refused, reads before it answer from the rollup tiers.
 	Horizon *retention.Cache

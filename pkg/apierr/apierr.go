@@ -33,6 +33,7 @@ const (
 	KindRateLimited           // the token's request budget is spent
 	KindClientClosed          // the client left before the answer
 	KindUnavailable           // the database cannot answer now, or a queue is full: retry
+	KindStorageFull           // the database is past its size budget: writes wait for room
 )
 
 // httpStatus is the HTTP status of each kind.
@@ -49,6 +50,7 @@ var httpStatus = map[Kind]int{
 	KindRateLimited:      http.StatusTooManyRequests,
 	KindClientClosed:     499, // nginx's
 	KindUnavailable:      http.StatusServiceUnavailable,
+	KindStorageFull:      http.StatusInsufficientStorage,
 }
 
 // Error is an error of a kind with its HTTP rendering.
@@ -152,6 +154,8 @@ var (
 	ClientClosed = New(KindClientClosed, 499001, "Client closed request.", nil)
 	QueryTimeout = New(KindUnavailable, 503002, "Query timed out.",
 		"The query ran longer than the configured statement timeout.").RetryAfter("5")
+	// StorageBudget: the database is past SENSORAPI_WRITE_STOP_SIZE (API.md §16).
+	StorageBudget = New(KindStorageFull, 507001, "Storage budget exhausted.", nil)
 	// QueueFull: the ingestion queue stayed full for SENSORAPI_INGEST_QUEUE_WAIT.
 	QueueFull = New(KindUnavailable, 503003, "Service unavailable.",
 		"The ingestion queue is full; retry later.").RetryAfter("1")

@@ -40,6 +40,9 @@ type Config struct {
 	ReplicaMaxLag time.Duration
 
 	Retention Retention
+	// WriteStopSize (SENSORAPI_WRITE_STOP_SIZE, bytes; 0: none): past it writes are
+	// refused with 507 while reads, deletes and retention go on (pkg/budget).
+	WriteStopSize int64
 }
 
 // Retention is how long data is kept (API.md §16, docs/operations.md "Retention");
@@ -137,6 +140,13 @@ func FromEnv() (Config, error) {
 	}
 	if err := c.retentionFromEnv(); err != nil {
 		return c, err
+	}
+	if v := strings.TrimSpace(os.Getenv("SENSORAPI_WRITE_STOP_SIZE")); v != "" {
+		n, err := ParseSize(v)
+		if err != nil {
+			return c, fmt.Errorf("SENSORAPI_WRITE_STOP_SIZE: %w", err)
+		}
+		c.WriteStopSize = n
 	}
 	return c, c.pipelineFromEnv()
 }
@@ -292,4 +302,32 @@ func getenv(k, def string) string {
 		return v
 	}
 	return def
+}
+
+// sizeUnits are the units of ParseSize, powers of 1024 as Prometheus'
+// --storage.tsdb.retention.size reads them (KB = KiB).
+var sizeUnits = []struct {
+	suffix string
+	bytes  int64
+}{
+	{"KIB", 1 << 10}, {"MIB", 1 << 20}, {"GIB", 1 << 30}, {"TIB", 1 << 40},
+	{"KB", 1 << 10}, {"MB", 1 << 20}, {"GB", 1 << 30}, {"TB", 1 << 40}, {"B", 1},
+}
+
+// ParseSize reads a positive size in bytes: an integer, optionally followed by B, KB,
+// MB, GB or TB (or KiB … TiB, the same: powers of 1024), e.g. 500MB or 40GiB.
+func ParseSize(v string) (int64, error) {
+	u := strings.ToUpper(strings.TrimSpace(v))
+	mult := int64(1)
+	for _, s := range sizeUnits {
+		if strings.HasSuffix(u, s.suffix) {
+			u, mult = strings.TrimSpace(strings.TrimSuffix(u, s.suffix)), s.bytes
+			break
+		}
+	}
+	n, err := strconv.ParseInt(u, 10, 64)
+	if err != nil || n <= 0 || n > (1<<62)/mult {
+		return 0, fmt.Errorf("want a positive size such as 500MB or 40GB, got %q", v)
+	}
+	return n * mult, nil
 }

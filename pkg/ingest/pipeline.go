@@ -48,6 +48,10 @@ type PipelineConfig struct {
 	Committers    int           // batches committing at once
 	CommitTimeout time.Duration // one batch's transaction, at most
 
+	// Admit, when set, is asked before each message: an error refuses it whole (the
+	// storage budget's 507, pkg/budget).
+	Admit func() error
+
 	// Horizon, when set, returns the raw horizon (retention, API.md §16; ok false: none):
 	// a message with a dot before it is refused whole (400 naming "timestamp"), since
 	// the raw values there were removed and only the rollup tiers answer for that
@@ -108,7 +112,7 @@ func (p *Pipeline) Purge() {
 // ToDevice writes dots whose Target is a variable label to the device with that label,
 // creating the device and missing variables (name = label).
 func (p *Pipeline) ToDevice(ctx context.Context, account int64, device string, dots []Dot) error {
-	if err := p.checkHorizon(ctx, dots); err != nil {
+	if err := p.admit(ctx, dots); err != nil {
 		return err
 	}
 	inTx := deviceResolver(account, device, dots)
@@ -150,7 +154,7 @@ func (p *Pipeline) WriteResolved(ctx context.Context, device int64, deviceLabel 
 // byID resolves public ids with one read (these routes carry ids, not the labels the
 // caches hold) and queues the message.
 func (p *Pipeline) byID(ctx context.Context, account int64, dots []Dot, missing notFound) error {
-	if err := p.checkHorizon(ctx, dots); err != nil {
+	if err := p.admit(ctx, dots); err != nil {
 		return err
 	}
 	inTx := idResolver(account, dots, missing)
@@ -162,6 +166,16 @@ func (p *Pipeline) byID(ctx context.Context, account int64, dots []Dot, missing 
 		return err
 	}
 	return p.submit(ctx, &job{dots: len(rows), resolve: resolved(rows, t), retry: inTx})
+}
+
+// admit refuses a message the storage budget or the raw horizon does not allow.
+func (p *Pipeline) admit(ctx context.Context, dots []Dot) error {
+	if p.conf.Admit != nil {
+		if err := p.conf.Admit(); err != nil {
+			return err
+		}
+	}
+	return p.checkHorizon(ctx, dots)
 }
 
 // checkHorizon refuses a message holding a dot older than the raw horizon, naming

@@ -169,8 +169,9 @@ func (h *hook) OnPublish(cl *mochi.Client, pk packets.Packet) (packets.Packet, e
 	}
 	reason, code := classify(err)
 	h.b.Metrics.MQTTRejected.WithLabelValues(reason).Inc()
-	if reason == "unavailable" {
-		// no PUBACK: the client keeps the message and sends it again after reconnecting
+	if reason == "unavailable" || (reason == "budget" && cl.Properties.ProtocolVersion < 5) {
+		// no PUBACK: the client keeps the message and sends it again after reconnecting (a
+		// 3.1.1 client over the budget too: a PUBACK would tell it a dropped message is kept)
 		h.b.Log.Warn("mqtt publish not written; closing the connection", "client", cl.ID, "topic", pk.TopicName,
 			"error", err.Error())
 		if cl.Properties.ProtocolVersion == 5 {
@@ -247,6 +248,8 @@ type rejection struct {
 var rejections = map[apierr.Kind]rejection{
 	apierr.KindInvalid:  {"payload", packets.ErrPayloadFormatInvalid},
 	apierr.KindDisabled: {"disabled", packets.ErrNotAuthorized},
+	// MQTT 5 hears it in the PUBACK; 3.1.1 has no negative PUBACK: see OnPublish
+	apierr.KindStorageFull: {"budget", packets.ErrQuotaExceeded},
 }
 
 // classify names why a publish failed (the metric label) and its MQTT 5 reason code.

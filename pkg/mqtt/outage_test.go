@@ -101,3 +101,38 @@ func TestDiskFullDisconnectsWithQuotaExceeded(t *testing.T) {
 		t.Fatalf("stored %v, want only the first value", got)
 	}
 }
+
+// TestStorageBudget: past SENSORAPI_WRITE_STOP_SIZE an MQTT 5 publish gets PUBACK
+// 0x97 (quota exceeded); a 3.1.1 one, which has no negative PUBACK, gets none and its
+// connection is closed, so the client keeps the message. Nothing is stored.
+func TestStorageBudget(t *testing.T) {
+	cfg := env.Config()
+	cfg.WriteStopSize = 1 // the database is always past it
+	in := start(t, env.ClientWith(t, cfg))
+	tok := env.NewAccount(t)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		s, _ := in.http.Get("/healthz").Object(t)["storage"].(map[string]any)
+		if s["bytes"].(float64) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the storage size was not measured")
+		}
+	}
+	v5, _ := dialRaw(t, in.addr, 5, tok, func(*packets.ConnectParams) {})
+	v5.send(t, packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Publish, Qos: 1}, PacketID: 1,
+		TopicName: "/v1.6/devices/over/t", Payload: []byte("1")})
+	if ack := v5.read(t, packets.Puback); ack.ReasonCode != packets.ErrQuotaExceeded.Code {
+		t.Fatalf("v5 PUBACK 0x%02x, want 0x97", ack.ReasonCode)
+	}
+	v3, _ := dialRaw(t, in.addr, 4, tok, func(*packets.ConnectParams) {})
+	v3.send(t, packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Publish, Qos: 1}, PacketID: 1,
+		TopicName: "/v1.6/devices/over/t", Payload: []byte("2")})
+	_ = v3.c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if b, err := v3.r.ReadByte(); err == nil {
+		t.Fatalf("3.1.1 got a packet (type %d) instead of a closed connection", b>>4)
+	}
+	if got := values(t, in.http.As(tok), "over", "t"); len(got) != 0 {
+		t.Fatalf("stored over the budget: %v", got)
+	}
+}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sensordata/sensorapi/pkg/api"
 	"github.com/sensordata/sensorapi/pkg/auth"
+	"github.com/sensordata/sensorapi/pkg/budget"
 	"github.com/sensordata/sensorapi/pkg/cache"
 	"github.com/sensordata/sensorapi/pkg/config"
 	"github.com/sensordata/sensorapi/pkg/ingest"
@@ -56,6 +57,8 @@ func Start(ctx context.Context, db *store.DB, cfg config.Config, log *slog.Logge
 		}
 	})
 	in.Tokens = auth.NewTokens(db, in.cacheOptions("token"), in.Invalidations)
+	in.Budget = budget.New(db.Pool, cfg.WriteStopSize, in.Metrics.Registry, log)
+	go in.Budget.Run(ctx)
 	in.Horizon = retention.NewCache(db.Pool, HorizonTTL)
 	in.Ingest = in.newPipeline()
 	// a gap in notifications may have hidden any change: forget everything
@@ -80,7 +83,7 @@ func (in *Instance) newPipeline() *ingest.Pipeline {
 	c := in.Config.Ingest
 	return ingest.NewPipeline(st, ingest.PipelineConfig{
 		BatchDots: c.BatchDots, QueueDots: c.QueueDots, QueueWait: c.QueueWait,
-		Committers: c.Committers, CommitTimeout: in.Config.QueryTimeout,
+		Committers: c.Committers, CommitTimeout: in.Config.QueryTimeout, Admit: in.Budget.Admit,
 		Horizon: func(ctx context.Context) (time.Time, bool) { return in.Horizon.Known(ctx, in.Log) },
 	}, in.cacheOptions("device"), in.cacheOptions("variable"), in.Invalidations, in.Metrics, in.Log)
 }
