@@ -389,3 +389,47 @@ func TestStorageBudgetStopsWrites(t *testing.T) {
 		t.Fatalf("write under the budget: %d %s", r.Status, r.Body)
 	}
 }
+
+// TestRetentionSizeDropsOldestRawChunks: past SENSORAPI_RETENTION_SIZE (here one byte
+// under the database's size) the oldest chunk of raw values is dropped, its rollup
+// tiles kept and the raw horizon moved, as time-based retention does; the chunk being
+// written is never dropped. A database of its own: the drop moves the horizon for all.
+func TestRetentionSizeDropsOldestRawChunks(t *testing.T) {
+	e, _ := testenv.Stoppable(t, true)
+	c := e.Client(t)
+	old := time.Date(2020, 1, 1, 12, 0, 0, 0, time.UTC).UnixMilli()
+	for _, ts := range []int64{old, time.Now().Add(-time.Minute).UnixMilli()} {
+		if r := c.Post("/api/v1.6/devices/sized/t/values", map[string]any{"value": 1, "timestamp": ts}); r.Status != 201 {
+			t.Fatalf("write: %d %s", r.Status, r.Body)
+		}
+	}
+	var size int64
+	if err := e.DB.NewRaw(`SELECT (SELECT sum(pg_database_size(oid)) FROM pg_database)::bigint +
+		(SELECT coalesce(sum(size), 0) FROM pg_ls_waldir())::bigint`).Scan(context.Background(), &size); err != nil {
+		t.Fatal(err)
+	}
+	cfg := e.Config()
+	cfg.Retention.Size = size - 1
+	sized := e.ClientWith(t, cfg)
+	count := func(table, col string) (n int) {
+		if err := e.DB.NewRaw(`SELECT count(*) FROM `+table+` WHERE `+col+` < '2020-01-02'`).Scan(context.Background(), &n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	for deadline := time.Now().Add(15 * time.Second); count(`"values"`, "ts") != 0; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the oldest raw chunk was not dropped past the retention size")
+		}
+	}
+	if n := count("value_minutes", "tile"); n != 1 {
+		t.Fatalf("%d minute tiles of the dropped chunk, want 1 kept", n)
+	}
+	r := sized.Get("/api/v1.6/devices/sized/t/values?page_size=10")
+	if r.Status != 200 || strings.Count(string(r.Body), `"value"`) != 1 {
+		t.Fatalf("the value being written was dropped too: %d %s", r.Status, r.Body)
+	}
+	if r := sized.Post("/api/v1.6/devices/sized/t/values", map[string]any{"value": 2, "timestamp": old}); r.Status != 400 {
+		t.Fatalf("a write before the moved raw horizon: %d %s", r.Status, r.Body)
+	}
+}

@@ -1,9 +1,11 @@
 // Package budget holds the database to a size budget (API.md §16, issue 33), as
 // Prometheus' --storage.tsdb.retention.size and VictoriaMetrics' read-only mode do: a
-// poller measures what the database's disk holds, and past SENSORAPI_WRITE_STOP_SIZE
-// writes are refused with 507 (MQTT 5: 0x97) while reads, deletes and retention go on,
-// so that PostgreSQL itself never meets a full disk (which it answers with SQLSTATE
-// 53100 and, when its WAL cannot grow, a PANIC).
+// poller measures what the database's disk holds; past SENSORAPI_RETENTION_SIZE the
+// oldest chunks of raw values are dropped (the rollup tiers kept, as time-based
+// retention does), and past SENSORAPI_WRITE_STOP_SIZE writes are refused with 507
+// (MQTT 5: 0x97) while reads, deletes and retention go on, so that PostgreSQL itself
+// never meets a full disk (which it answers with SQLSTATE 53100 and, when its WAL
+// cannot grow, a PANIC).
 package budget
 
 import (
@@ -19,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sensordata/sensorapi/pkg/apierr"
+	"github.com/sensordata/sensorapi/pkg/retention"
 )
 
 // Every is how often the size is measured: a write may pass the budget by what the
@@ -36,12 +39,14 @@ const (
 
 // Budget measures the database's size and admits writes while it is under the budget.
 type Budget struct {
-	pool    *pgxpool.Pool
-	stop    int64 // bytes; writes are refused at or past it
-	log     *slog.Logger
-	size    atomic.Int64 // bytes, as last measured (0: not yet)
-	refused atomic.Int64
-	noWAL   atomic.Bool // pg_ls_waldir is not allowed: the WAL is not counted
+	pool *pgxpool.Pool
+	stop int64 // bytes; writes are refused at or past it
+	// Retention, when set, drops the oldest raw chunks while the size is past its Size.
+	Retention *SizeRetention
+	log       *slog.Logger
+	size      atomic.Int64 // bytes, as last measured (0: not yet)
+	refused   atomic.Int64
+	noWAL     atomic.Bool // pg_ls_waldir is not allowed: the WAL is not counted
 
 	sizeGauge    prometheus.Gauge
 	refusedCount prometheus.Counter
@@ -72,6 +77,8 @@ func (b *Budget) Run(ctx context.Context) {
 	for {
 		if err := b.measure(ctx); err != nil && ctx.Err() == nil {
 			b.log.Warn("storage size not measured; the last measurement stands", "error", err.Error())
+		} else if err == nil && b.Retention != nil {
+			b.trim(ctx)
 		}
 		select {
 		case <-ctx.Done():
@@ -102,6 +109,48 @@ func (b *Budget) measure(ctx context.Context) error {
 	b.size.Store(n)
 	b.sizeGauge.Set(float64(n))
 	return nil
+}
+
+// SizeRetention drops raw chunks, oldest first, while the database is past Size
+// (SENSORAPI_RETENTION_SIZE), through the retention job, so that the raw horizon, the
+// tiers' answers before it, the metrics and the log follow as for a time-based run.
+type SizeRetention struct {
+	Size int64 // bytes
+	Job  retention.Job
+}
+
+// maxDropsPerCheck bounds one check's work; the next check goes on.
+const maxDropsPerCheck = 16
+
+// trim drops the oldest raw chunk and measures again while the size is past the
+// retention size. The chunk being written is never dropped: past the size with that
+// one only, the log says so and the write stop (if any) takes over.
+func (b *Budget) trim(ctx context.Context) {
+	r := b.Retention
+	for i := 0; i < maxDropsPerCheck && b.size.Load() > r.Size && ctx.Err() == nil; i++ {
+		now := time.Now()
+		end, ok, err := retention.OldestRawChunkEnd(ctx, b.pool, now)
+		if err != nil || !ok {
+			b.log.Warn("past SENSORAPI_RETENTION_SIZE with no finished raw chunk left to drop",
+				"bytes", b.size.Load(), "retention_size", r.Size, "error", errString(err))
+			return
+		}
+		job := r.Job
+		job.Options = retention.Options{Raw: now.Sub(end), Now: func() time.Time { return now }}
+		if res, err := job.Run(ctx); err != nil || res.Skipped {
+			return // logged by the job; another instance may be dropping it
+		}
+		if err := b.measure(ctx); err != nil {
+			return
+		}
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
 }
 
 // Admit is nil while writes may go on, apierr.StorageBudget once the database is past

@@ -50,6 +50,9 @@ type Config struct {
 type Retention struct {
 	Raw     time.Duration // SENSORAPI_RETENTION_RAW: raw values ("values")
 	Rollups time.Duration // SENSORAPI_RETENTION_ROLLUPS: the rollup tiers
+	// Size (SENSORAPI_RETENTION_SIZE, bytes; 0: none): past it the oldest raw chunks
+	// are dropped, the tiers kept (pkg/budget).
+	Size int64
 }
 
 // Enabled tells whether anything is ever removed.
@@ -141,12 +144,17 @@ func FromEnv() (Config, error) {
 	if err := c.retentionFromEnv(); err != nil {
 		return c, err
 	}
-	if v := strings.TrimSpace(os.Getenv("SENSORAPI_WRITE_STOP_SIZE")); v != "" {
-		n, err := ParseSize(v)
-		if err != nil {
-			return c, fmt.Errorf("SENSORAPI_WRITE_STOP_SIZE: %w", err)
+	for _, p := range []struct {
+		name string
+		dst  *int64
+	}{{"SENSORAPI_WRITE_STOP_SIZE", &c.WriteStopSize}, {"SENSORAPI_RETENTION_SIZE", &c.Retention.Size}} {
+		if v := strings.TrimSpace(os.Getenv(p.name)); v != "" {
+			n, err := ParseSize(v)
+			if err != nil {
+				return c, fmt.Errorf("%s: %w", p.name, err)
+			}
+			*p.dst = n
 		}
-		c.WriteStopSize = n
 	}
 	return c, c.pipelineFromEnv()
 }

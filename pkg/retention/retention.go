@@ -140,6 +140,20 @@ func Run(ctx context.Context, pool *pgxpool.Pool, o Options) (Result, error) {
 	return res, err
 }
 
+// OldestRawChunkEnd is the end of the oldest chunk of raw values that ended by now (the
+// chunk being written is never offered): what a size-based run drops first (pkg/budget).
+func OldestRawChunkEnd(ctx context.Context, q Querier, now time.Time) (time.Time, bool, error) {
+	var end *time.Time
+	if err := q.QueryRow(ctx, `SELECT min(range_end) FROM (`+chunksSQL+`) c(name, range_start, range_end)`,
+		RawTable, now).Scan(&end); err != nil {
+		return time.Time{}, false, fmt.Errorf("oldest raw chunk: %w", err)
+	}
+	if end == nil {
+		return time.Time{}, false, nil
+	}
+	return *end, true, nil
+}
+
 // unlock releases LockKey; a connection that cannot say so is closed, which releases
 // it too, rather than returned to the pool still holding it.
 func unlock(conn *pgxpool.Conn) {

@@ -57,9 +57,13 @@ func Start(ctx context.Context, db *store.DB, cfg config.Config, log *slog.Logge
 		}
 	})
 	in.Tokens = auth.NewTokens(db, in.cacheOptions("token"), in.Invalidations)
-	in.Budget = budget.New(db.Pool, cfg.WriteStopSize, in.Metrics.Registry, log)
-	go in.Budget.Run(ctx)
 	in.Horizon = retention.NewCache(db.Pool, HorizonTTL)
+	in.Budget = budget.New(db.Pool, cfg.WriteStopSize, in.Metrics.Registry, log)
+	if cfg.Retention.Size > 0 {
+		in.Budget.Retention = &budget.SizeRetention{Size: cfg.Retention.Size,
+			Job: retention.Job{Pool: db.Pool, Metrics: in.Metrics, Log: log, Cache: in.Horizon}}
+	}
+	go in.Budget.Run(ctx)
 	in.Ingest = in.newPipeline()
 	// a gap in notifications may have hidden any change: forget everything
 	in.Listener.OnReset(in.Tokens.Purge)
