@@ -56,6 +56,7 @@ func Start(ctx context.Context, db *store.DB, cfg config.Config, log *slog.Logge
 		}
 	})
 	in.Tokens = auth.NewTokens(db, in.cacheOptions("token"), in.Invalidations)
+	in.Tokens.Timeout = cfg.QueryTimeout
 	in.Horizon = retention.NewCache(db.Pool, HorizonTTL)
 	in.Ingest = in.newPipeline()
 	// a gap in notifications may have hidden any change: forget everything
