@@ -26,7 +26,10 @@ import (
 //   - every acknowledged dot (HTTP 200, PUBACK 0x00) is stored, with its value;
 //   - nothing is stored that was not acknowledged, and nothing twice;
 //   - no HTTP answer other than 200 and 503 (with Retry-After), never a 500; no PUBACK
-//     with an error reason, no DISCONNECT other than 0x88 (server unavailable);
+//     with an error reason, no DISCONNECT or CONNACK refusal other than 0x88 (server
+//     unavailable);
+//   - no HTTP write waits longer than the query timeout (+1.5 s), even when the
+//     database does not answer at all (the blackhole);
 //   - within 5 s of the fault ending a write succeeds and /readyz answers 200;
 //   - the fault did reach the service (writes slowed down or failed during it).
 func TestTCPFaults(t *testing.T) {
