@@ -12,6 +12,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/uptrace/bun"
 
@@ -199,6 +200,11 @@ func Bootstrap(ctx context.Context, db bun.IDB, fixedToken string) (string, erro
 // request costs no database round trip for its token. Revocations reach every
 // instance through the database's invalidation triggers (pkg/cache).
 type Tokens struct {
+	// Timeout bounds a lookup (0: the caller's context only), so that a database that
+	// stopped answering gets the caller a 503 rather than a wait for the kernel to
+	// give the connection up.
+	Timeout time.Duration
+
 	db    bun.IDB
 	cache *cache.Cache[[sha256.Size]byte, Access]
 }
@@ -230,6 +236,11 @@ func (t *Tokens) Authenticate(ctx context.Context, tok string) (*Access, error) 
 		return &a, nil
 	}
 	gen := t.cache.Begin()
+	if t.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, t.Timeout)
+		defer cancel()
+	}
 	a, err := Authenticate(ctx, t.db, tok)
 	if err != nil {
 		return nil, err

@@ -103,6 +103,19 @@ func NewPipeline(store *Store, conf PipelineConfig, devices, variables cache.Opt
 	return p
 }
 
+// bounded gives a message's write (lookups, waiting for its batch, creation, retry
+// alone) the bound a batch has, CommitTimeout, whatever its caller's context: a
+// database that stopped answering (packets dropped, no reset: a network partition)
+// then gets the writer a 503 within it, not a wait until the kernel gives the
+// connection up (TestTCPFaults/blackhole). Bulk messages, written alone from the
+// start, are bounded per statement only (statement_timeout).
+func (p *Pipeline) bounded(ctx context.Context) (context.Context, context.CancelFunc) {
+	if p.conf.CommitTimeout <= 0 {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, p.conf.CommitTimeout)
+}
+
 // Purge drops every cached device and variable.
 func (p *Pipeline) Purge() {
 	p.devices.Purge()
@@ -119,6 +132,8 @@ func (p *Pipeline) ToDevice(ctx context.Context, account int64, device string, d
 	if p.alone(dots) {
 		return p.writeAlone(ctx, inTx)
 	}
+	ctx, cancel := p.bounded(ctx)
+	defer cancel()
 	rows, t, ok, err := p.resolveLabels(ctx, account, device, dots)
 	switch {
 	case err != nil:
@@ -161,6 +176,8 @@ func (p *Pipeline) byID(ctx context.Context, account int64, dots []Dot, missing 
 	if p.alone(dots) {
 		return p.writeAlone(ctx, inTx)
 	}
+	ctx, cancel := p.bounded(ctx)
+	defer cancel()
 	rows, t, err := resolveIDs(ctx, p.store.Pool, account, dots, missing)
 	if err != nil {
 		return err

@@ -57,6 +57,7 @@ func Start(ctx context.Context, db *store.DB, cfg config.Config, log *slog.Logge
 		}
 	})
 	in.Tokens = auth.NewTokens(db, in.cacheOptions("token"), in.Invalidations)
+	in.Tokens.Timeout = cfg.QueryTimeout
 	in.Horizon = retention.NewCache(db.Pool, HorizonTTL)
 	in.Budget = budget.New(db.Pool, cfg.WriteStopSize, in.Metrics.Registry, log)
 	if cfg.Retention.Size > 0 {
