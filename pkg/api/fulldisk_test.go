@@ -27,7 +27,8 @@ const (
 // value n at timestamps of its own, and records what each body was answered.
 type diskWriters struct {
 	c    *testenv.Client
-	base int64 // ms: the first body's first timestamp
+	base int64         // ms: the first body's first timestamp
+	pace time.Duration // each writer sends a body at most this often (0: flat out)
 
 	mu       sync.Mutex
 	acked    map[int]bool   // body → 201
@@ -39,8 +40,8 @@ type diskWriters struct {
 	wg       sync.WaitGroup
 }
 
-func startDiskWriters(c *testenv.Client, writers int) *diskWriters {
-	w := &diskWriters{c: c, base: time.Now().Add(-2 * time.Hour).UnixMilli(), acked: map[int]bool{},
+func startDiskWriters(c *testenv.Client, writers int, pace time.Duration) *diskWriters {
+	w := &diskWriters{c: c, pace: pace, base: time.Now().Add(-2 * time.Hour).UnixMilli(), acked: map[int]bool{},
 		statuses: map[int]int{}, bodies: map[string]int{}, first: map[int]time.Time{}, stop: make(chan struct{})}
 	for range writers {
 		w.wg.Add(1)
@@ -71,6 +72,7 @@ func (w *diskWriters) run() {
 			fmt.Fprintf(&b, `{"value":%d,"timestamp":%d}`, n, w.base+int64(n)*bodyDots+int64(j))
 		}
 		b.WriteByte(']')
+		sent := time.Now()
 		r := w.post(b.String())
 		w.mu.Lock()
 		w.statuses[r.Status]++
@@ -80,11 +82,17 @@ func (w *diskWriters) run() {
 		if r.Status == 201 {
 			w.acked[n] = true
 		} else {
-			w.bodies[strconv.Itoa(r.Status)+" "+string(r.Body)]++
+			k := strconv.Itoa(r.Status) + " " + string(r.Body)
+			if r.Status == 503 && r.Header.Get("Retry-After") == "" {
+				k += " (no Retry-After)"
+			}
+			w.bodies[k]++
 		}
 		w.mu.Unlock()
 		if r.Status != 201 {
 			time.Sleep(100 * time.Millisecond)
+		} else if d := w.pace - time.Since(sent); d > 0 {
+			time.Sleep(d)
 		}
 	}
 }
@@ -241,7 +249,10 @@ func TestFullDiskBudgetStopsWrites(t *testing.T) {
 		}
 	}
 	initial := storageBytes(t, c)
-	w := startDiskWriters(c, 4)
+	// 4 writers, each a 2,000-dot body every 150 ms at most: ~53,000 dots/s, ~10 MiB/s,
+	// so that the 5 s between measurements add ~50 MiB past the budget. Flat out this
+	// machine writes ~40 MiB/s: the room a budget leaves must follow the write rate.
+	w := startDiskWriters(c, 4, 150*time.Millisecond)
 	deadline := time.Now().Add(60 * time.Second)
 	for w.seen(201) == 0 && time.Now().Before(deadline) { // the variable exists
 		time.Sleep(10 * time.Millisecond)
@@ -289,4 +300,90 @@ func TestFullDiskBudgetStopsWrites(t *testing.T) {
 	if p := panics(t, tsdb); len(p) > 0 {
 		t.Errorf("PostgreSQL PANICked %d times: %s", len(p), p[0])
 	}
+}
+
+// resume starts the writers again after halt.
+func (w *diskWriters) resume(writers int) {
+	w.stop = make(chan struct{})
+	for range writers {
+		w.wg.Add(1)
+		go w.run()
+	}
+}
+
+// TestFullDiskWithoutBudget (issue 33): with no write stop, PostgreSQL's tmpfs fills
+// (a ballast file beside the data directory leaves it ~48 MiB, as another tenant of
+// the disk would): writes answer 503 "The database is out of disk space." with
+// Retry-After, never 500; every acknowledged dot is stored and nothing else; once the
+// ballast is deleted (freeing space outside the data directory, as docs/operations.md
+// says to), writes answer 201 again without restarting anything.
+func TestFullDiskWithoutBudget(t *testing.T) {
+	start := time.Now()
+	e, tsdb := testenv.OnTmpfs(t, tmpfsMB)
+	ctx := context.Background()
+	c := e.Client(t)
+	const room = 48 << 20
+	if _, err := tsdb.Exec(ctx, `avail=$(df -B1 --output=avail `+testcontainers.TmpfsDir+` | tail -1) &&
+		head -c $((avail - `+strconv.Itoa(room)+`)) /dev/zero > `+testcontainers.TmpfsDir+`/ballast`); err != nil {
+		t.Fatal(err)
+	}
+	w := startDiskWriters(c, 4, 0)
+	const diskFull = `503 {"code":503001,"message":"Service unavailable.","detail":"The database is out of disk space."}`
+	full := func() int {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return w.bodies[diskFull]
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for full() == 0 {
+		if time.Now().After(deadline) {
+			w.halt()
+			t.Fatalf("no disk-full 503 within 60 s: %v", w.statuses)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	firstFull := time.Since(start)
+	time.Sleep(2 * time.Second) // writers keep knocking on the full disk
+	w.halt()
+	w.mu.Lock()
+	t.Logf("tmpfs %d MiB with %d MiB free at the start; first disk-full 503 after %.1f s of writing; answers %v",
+		tmpfsMB, room>>20, w.first[503].Sub(w.first[201]).Seconds(), w.statuses)
+	for k, n := range w.bodies {
+		t.Logf("%d × %s", n, k)
+		if !strings.HasPrefix(k, `503 {"code":503001,"message":"Service unavailable.","detail":"The database `) {
+			t.Errorf("%d answers %s: want 503 naming the cause", n, k)
+		}
+	}
+	if w.statuses[500] != 0 || w.statuses[201] == 0 {
+		t.Errorf("answers %v: want 201s then 503s, no 500", w.statuses)
+	}
+	w.mu.Unlock()
+	p := panics(t, tsdb)
+	t.Logf("%d PostgreSQL PANICs on the full disk%s", len(p), strings.Join(append([]string{""}, p...), "\n  "))
+
+	if _, err := tsdb.Exec(ctx, "rm "+testcontainers.TmpfsDir+"/ballast"); err != nil {
+		t.Fatal(err)
+	}
+	freed := time.Now()
+	acked := w.seen(201)
+	w.resume(2)
+	for deadline := time.Now().Add(30 * time.Second); w.seen(201) == acked; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			w.halt()
+			t.Fatalf("writes did not resume within 30 s of freeing space: %v", w.statuses)
+		}
+	}
+	resumed := time.Since(freed)
+	time.Sleep(500 * time.Millisecond)
+	w.halt()
+	for _, path := range []string{diskPath + "?page_size=5", "/readyz"} {
+		if r := c.Get(path); r.Status != 200 {
+			t.Errorf("read %s after freeing space: %d %s", path, r.Status, r.Body)
+		}
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.checkStored(t, e)
+	t.Logf("writes answered 201 again %.1f s after freeing space; %d bodies acknowledged in all; first disk-full 503 at %v, test %v",
+		resumed.Seconds(), len(w.acked), firstFull.Round(100*time.Millisecond), time.Since(start).Round(100*time.Millisecond))
 }
