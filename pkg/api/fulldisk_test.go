@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	paho "github.com/eclipse/paho.mqtt.golang"
+
+	"github.com/sensordata/sensorapi/pkg/config"
 	"github.com/sensordata/sensorapi/pkg/testenv"
 	"github.com/sensordata/sensorapi/testcontainers"
 )
@@ -36,8 +39,10 @@ type diskWriters struct {
 	bodies   map[string]int // status and body of the non-201 answers → answers
 	next     int
 	first    map[int]time.Time // status → when it was first answered
-	stop     chan struct{}
-	wg       sync.WaitGroup
+	// MQTT bodies acknowledged (PUBACK) and not (no PUBACK, connection closed)
+	mqttAcked, mqttUnacked int
+	stop                   chan struct{}
+	wg                     sync.WaitGroup
 }
 
 func startDiskWriters(c *testenv.Client, writers int, pace time.Duration) *diskWriters {
@@ -117,6 +122,65 @@ func (w *diskWriters) post(body string) testenv.Response {
 		return testenv.Response{Status: -1, Body: []byte(err.Error())}
 	}
 	return testenv.Response{Status: resp.StatusCode, Header: resp.Header, Body: b}
+}
+
+// mqttBase numbers the MQTT writer's bodies apart from the HTTP writers'.
+const mqttBase = 1_000_000
+
+// runMQTT publishes bodies of bodyDots dots with QoS 1 over MQTT 3.1.1 (paho) to the
+// variable disk/m, recording a body as acknowledged on its PUBACK. Past the budget a
+// 3.1.1 publish gets no PUBACK and its connection is closed: the writer connects again
+// and goes on with the next body (a real client would send the same one again).
+func (w *diskWriters) runMQTT(t *testing.T, addr, token string) {
+	defer w.wg.Done()
+	connect := func() paho.Client {
+		o := paho.NewClientOptions().AddBroker("tcp://" + addr).SetUsername(token).
+			SetClientID(fmt.Sprintf("fulldisk-%d", time.Now().UnixNano())).
+			SetConnectTimeout(5 * time.Second).SetAutoReconnect(false)
+		c := paho.NewClient(o)
+		if tk := c.Connect(); !tk.WaitTimeout(10*time.Second) || tk.Error() != nil {
+			t.Errorf("MQTT connect: %v", tk.Error())
+			return nil
+		}
+		return c
+	}
+	c := connect()
+	var b strings.Builder
+	for n := mqttBase; c != nil; n++ {
+		select {
+		case <-w.stop:
+			c.Disconnect(100)
+			return
+		default:
+		}
+		b.Reset()
+		b.WriteByte('[')
+		for j := range bodyDots {
+			if j > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(&b, `{"value":%d,"timestamp":%d}`, n, w.base+int64(n-mqttBase)*bodyDots+int64(j))
+		}
+		b.WriteByte(']')
+		sent := time.Now()
+		tk := c.Publish("/v1.6/devices/disk/m", 1, false, b.String())
+		acked := tk.WaitTimeout(10*time.Second) && tk.Error() == nil
+		w.mu.Lock()
+		if acked {
+			w.acked[n] = true
+			w.mqttAcked++
+		} else {
+			w.mqttUnacked++
+		}
+		w.mu.Unlock()
+		if !acked {
+			c.Disconnect(0)
+			time.Sleep(100 * time.Millisecond)
+			c = connect()
+		} else if d := w.pace - time.Since(sent); d > 0 {
+			time.Sleep(d)
+		}
+	}
 }
 
 // seen is how many answers had the status.
@@ -253,6 +317,13 @@ func TestFullDiskBudgetStopsWrites(t *testing.T) {
 	// so that the 5 s between measurements add ~50 MiB past the budget. Flat out this
 	// machine writes ~40 MiB/s: the room a budget leaves must follow the write rate.
 	w := startDiskWriters(c, 4, 150*time.Millisecond)
+	broker, err := c.Server.StartMQTT(config.MQTT{Addr: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = broker.Close() })
+	w.wg.Add(1)
+	go w.runMQTT(t, broker.Addrs()[0].String(), c.Token)
 	deadline := time.Now().Add(60 * time.Second)
 	for w.seen(201) == 0 && time.Now().Before(deadline) { // the variable exists
 		time.Sleep(10 * time.Millisecond)
@@ -274,9 +345,9 @@ func TestFullDiskBudgetStopsWrites(t *testing.T) {
 
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	t.Logf("tmpfs %d MiB, budget %d MiB; size %.1f MiB at start, %.1f MiB at the first 507 (%.1f s after the first write); tmpfs used %.1f MiB at the end; answers %v; %d reads; %v",
+	t.Logf("tmpfs %d MiB, budget %d MiB; size %.1f MiB at start, %.1f MiB at the first 507 (%.1f s after the first write); tmpfs used %.1f MiB at the end; answers %v; MQTT %d PUBACKs, %d refused; %d reads; %v",
 		tmpfsMB, budget>>20, float64(initial)/(1<<20), float64(at507)/(1<<20), w.first[507].Sub(w.first[201]).Seconds(),
-		float64(tmpfsUsed(t, tsdb))/(1<<20), w.statuses, reads, filled.Round(100*time.Millisecond))
+		float64(tmpfsUsed(t, tsdb))/(1<<20), w.statuses, w.mqttAcked, w.mqttUnacked, reads, filled.Round(100*time.Millisecond))
 	for k, n := range w.bodies {
 		if !strings.HasPrefix(k, `507 {"code":507001,"message":"Storage budget exhausted."}`) {
 			t.Errorf("%d answers %s", n, k)
@@ -284,6 +355,9 @@ func TestFullDiskBudgetStopsWrites(t *testing.T) {
 	}
 	if w.statuses[500] != 0 || w.statuses[201] == 0 || w.statuses[507] == 0 {
 		t.Errorf("answers %v: want 201s then 507s, no 500", w.statuses)
+	}
+	if w.mqttAcked == 0 || w.mqttUnacked == 0 {
+		t.Errorf("MQTT: %d bodies acknowledged, %d not: want PUBACKs under the budget and none past it", w.mqttAcked, w.mqttUnacked)
 	}
 	if at507 < budget {
 		t.Errorf("507 at %d bytes, under the budget of %d", at507, budget)
