@@ -3,6 +3,7 @@ package testcontainers
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/network"
 	tc "github.com/testcontainers/testcontainers-go"
+	tcexec "github.com/testcontainers/testcontainers-go/exec"
 	"github.com/testcontainers/testcontainers-go/wait"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // "pgx" driver for the readiness query
@@ -33,6 +35,13 @@ type Options struct {
 	// name when it exists (starting it when stopped) and Stop leaves it for the next
 	// Start (`make run`). Empty: a new container, removed by Terminate (tests).
 	Name string
+	// TmpfsDataMB, when set, puts the data directory on a tmpfs of that many MiB (the
+	// full-disk tests): the cluster is copied onto it (the local image's, initialised at
+	// build time) or initialised there (the official image's entrypoint), and PostgreSQL
+	// runs as a child of bash, started again when it exits, so that a PANIC on a full
+	// disk does not end the container. The WAL is kept small (max_wal_size 64MB), as it
+	// counts against the tmpfs.
+	TmpfsDataMB int
 
 	// script, when set, runs with bash instead of the image's command (a replica).
 	script string
@@ -40,6 +49,35 @@ type Options struct {
 
 // DataDir is PGDATA in both the official and the local image.
 const DataDir = "/var/lib/postgresql/data"
+
+// TmpfsDir is where Options.TmpfsDataMB mounts its tmpfs; the data directory is
+// TmpfsDir/data, and files written beside it take room from PostgreSQL (a test's
+// ballast).
+const TmpfsDir = "/pgtmpfs"
+
+// tmpfsScript copies the cluster onto the tmpfs (or lets the official image's
+// entrypoint initialise it there) and runs PostgreSQL with the arguments %%s as a child
+// of bash, again whenever it exits (a PANIC, a recovery that found no room), until the
+// container is stopped.
+const tmpfsScript = `set -u
+dir=` + TmpfsDir + `/data
+if [ -f "$PGDATA/PG_VERSION" ]; then
+  cp -a "$PGDATA" "$dir" && chmod 700 "$dir"
+fi
+export PGDATA="$dir"
+pid=
+trap 'kill -INT $pid 2>/dev/null; wait $pid; exit 0' INT TERM
+while :; do
+  if command -v docker-entrypoint.sh >/dev/null; then
+    docker-entrypoint.sh postgres %[1]s &
+  else
+    postgres %[1]s &
+  fi
+  pid=$!
+  wait $pid
+  echo "tmpfs script: postgres exited with $?, starting it again" >&2
+  sleep 1
+done`
 
 // TimescaleDB is a running database container published on 127.0.0.1 at a fixed
 // port, so that Stop and Start keep the DSN valid (the fault tests rely on it).
@@ -77,6 +115,13 @@ func Start(ctx context.Context, opts Options) (*TimescaleDB, error) {
 		cmd = append(cmd, "-c", "fsync=off", "-c", "full_page_writes=off")
 	}
 	var entrypoint []string
+	if opts.TmpfsDataMB > 0 {
+		if opts.script != "" || opts.Volume != "" {
+			return nil, fmt.Errorf("start %s: a tmpfs data directory goes with neither a script nor a volume", img)
+		}
+		cmd = append(cmd, "-c", "max_wal_size=64MB", "-c", "min_wal_size=32MB")
+		opts.script = fmt.Sprintf(tmpfsScript, strings.Join(cmd[1:], " "))
+	}
 	if opts.script != "" {
 		entrypoint, cmd = []string{"bash", "-c", opts.script}, nil
 	}
@@ -90,6 +135,9 @@ func Start(ctx context.Context, opts Options) (*TimescaleDB, error) {
 		HostConfigModifier: func(hc *container.HostConfig) {
 			hc.PortBindings = network.PortMap{
 				network.MustParsePort("5432/tcp"): {{HostIP: netip.MustParseAddr("127.0.0.1"), HostPort: strconv.Itoa(port)}},
+			}
+			if opts.TmpfsDataMB > 0 {
+				hc.Tmpfs = map[string]string{TmpfsDir: fmt.Sprintf("size=%dm,mode=1777", opts.TmpfsDataMB)}
 			}
 			if opts.Volume != "" {
 				// an empty named volume is filled from the image's data directory (the
@@ -159,6 +207,34 @@ func (t *TimescaleDB) Stop(ctx context.Context) error {
 // Restart starts a stopped container again on the same port.
 func (t *TimescaleDB) Restart(ctx context.Context) error {
 	return t.container.Start(ctx)
+}
+
+// Logs is everything the container wrote to its stdout and stderr (PostgreSQL's log).
+func (t *TimescaleDB) Logs(ctx context.Context) (string, error) {
+	r, err := t.container.Logs(ctx)
+	if err != nil {
+		return "", fmt.Errorf("container logs: %w", err)
+	}
+	defer func() { _ = r.Close() }()
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return "", fmt.Errorf("container logs: %w", err)
+	}
+	return string(b), nil
+}
+
+// Exec runs a bash script in the container (e.g. to fill or free a tmpfs) and
+// returns its output; a non-zero exit is an error.
+func (t *TimescaleDB) Exec(ctx context.Context, script string) (string, error) {
+	code, r, err := t.container.Exec(ctx, []string{"bash", "-c", script}, tcexec.Multiplexed())
+	if err != nil {
+		return "", fmt.Errorf("exec in the container: %w", err)
+	}
+	b, _ := io.ReadAll(r)
+	if code != 0 {
+		return string(b), fmt.Errorf("exec in the container: exit %d: %s", code, b)
+	}
+	return string(b), nil
 }
 
 // Terminate removes the container and its data.

@@ -138,11 +138,26 @@ func redact(dsn string) string {
 // ends. fast turns off fsync. Tests that need it are skipped with TEST_DATABASE_URL.
 func Stoppable(t testing.TB, fast bool) (*Env, *testcontainers.TimescaleDB) {
 	t.Helper()
+	return Container(t, testcontainers.Options{Fast: fast})
+}
+
+// OnTmpfs is Stoppable with the data directory (WAL included) on a tmpfs of mb MiB,
+// for the full-disk tests (testcontainers.Options.TmpfsDataMB). fsync stays on.
+func OnTmpfs(t testing.TB, mb int) (*Env, *testcontainers.TimescaleDB) {
+	t.Helper()
+	return Container(t, testcontainers.Options{TmpfsDataMB: mb})
+}
+
+// Container starts a TimescaleDB container of the test's own with opts, with a
+// migrated database on it; both go when the test ends. Tests that need it are skipped
+// with TEST_DATABASE_URL.
+func Container(t testing.TB, opts testcontainers.Options) (*Env, *testcontainers.TimescaleDB) {
+	t.Helper()
 	if os.Getenv("TEST_DATABASE_URL") != "" {
-		t.Skip("needs a container of its own to stop")
+		t.Skip("needs a container of its own")
 	}
 	ctx := context.Background()
-	tsdb, err := testcontainers.Start(ctx, testcontainers.Options{Fast: fast})
+	tsdb, err := testcontainers.Start(ctx, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
