@@ -402,6 +402,13 @@ func TestFullDiskWithoutBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := startDiskWriters(c, 4, 0)
+	broker, err := c.Server.StartMQTT(config.MQTT{Addr: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = broker.Close() })
+	w.wg.Add(1)
+	go w.runMQTT(t, broker.Addrs()[0].String(), c.Token)
 	const diskFull = `503 {"code":503001,"message":"Service unavailable.","detail":"The database is out of disk space."}`
 	full := func() int {
 		w.mu.Lock()
@@ -459,6 +466,9 @@ func TestFullDiskWithoutBudget(t *testing.T) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.checkStored(t, e)
-	t.Logf("writes answered 201 again %.1f s after freeing space; %d bodies acknowledged in all; first disk-full 503 at %v, test %v",
-		resumed.Seconds(), len(w.acked), firstFull.Round(100*time.Millisecond), time.Since(start).Round(100*time.Millisecond))
+	if w.mqttAcked+w.mqttUnacked == 0 {
+		t.Error("the MQTT writer published nothing")
+	}
+	t.Logf("writes answered 201 again %.1f s after freeing space; %d bodies acknowledged in all (MQTT %d PUBACKs, %d without); first disk-full 503 at %v, test %v",
+		resumed.Seconds(), len(w.acked), w.mqttAcked, w.mqttUnacked, firstFull.Round(100*time.Millisecond), time.Since(start).Round(100*time.Millisecond))
 }
