@@ -127,6 +127,17 @@ func (w *diskWriters) post(body string) testenv.Response {
 // mqttBase numbers the MQTT writer's bodies apart from the HTTP writers'.
 const mqttBase = 1_000_000
 
+// startMQTT starts the broker on c's instance and an MQTT writer on it (runMQTT).
+func (w *diskWriters) startMQTT(t *testing.T, c *testenv.Client) {
+	broker, err := c.Server.StartMQTT(config.MQTT{Addr: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = broker.Close() })
+	w.wg.Add(1)
+	go w.runMQTT(t, broker.Addrs()[0].String(), c.Token)
+}
+
 // runMQTT publishes bodies of bodyDots dots with QoS 1 over MQTT 3.1.1 (paho) to the
 // variable disk/m, recording a body as acknowledged on its PUBACK. Past the budget a
 // 3.1.1 publish gets no PUBACK and its connection is closed: the writer connects again
@@ -317,13 +328,7 @@ func TestFullDiskBudgetStopsWrites(t *testing.T) {
 	// so that the 5 s between measurements add ~50 MiB past the budget. Flat out this
 	// machine writes ~40 MiB/s: the room a budget leaves must follow the write rate.
 	w := startDiskWriters(c, 4, 150*time.Millisecond)
-	broker, err := c.Server.StartMQTT(config.MQTT{Addr: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = broker.Close() })
-	w.wg.Add(1)
-	go w.runMQTT(t, broker.Addrs()[0].String(), c.Token)
+	w.startMQTT(t, c)
 	deadline := time.Now().Add(60 * time.Second)
 	for w.seen(201) == 0 && time.Now().Before(deadline) { // the variable exists
 		time.Sleep(10 * time.Millisecond)
@@ -402,13 +407,7 @@ func TestFullDiskWithoutBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := startDiskWriters(c, 4, 0)
-	broker, err := c.Server.StartMQTT(config.MQTT{Addr: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = broker.Close() })
-	w.wg.Add(1)
-	go w.runMQTT(t, broker.Addrs()[0].String(), c.Token)
+	w.startMQTT(t, c)
 	const diskFull = `503 {"code":503001,"message":"Service unavailable.","detail":"The database is out of disk space."}`
 	full := func() int {
 		w.mu.Lock()

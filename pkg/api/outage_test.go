@@ -279,13 +279,13 @@ func TestDatabaseFaultsAnswer503WithCause(t *testing.T) {
 		{"out_of_memory", "The database is out of memory."},
 		{"read_only_sql_transaction", "The database is read-only (a standby, e.g. during a failover)."},
 	} {
-		fault(t, key, f.errcode)
+		remove := env.InjectFault(t, key, f.errcode)
 		r := post(float64(10 + i))
 		body := fmt.Sprintf(`{"code":503001,"message":"Service unavailable.","detail":"%s"}`, f.cause)
 		if r.Status != 503 || string(r.Body) != body || r.Header.Get("Retry-After") == "" {
 			t.Fatalf("%s: %d %s (Retry-After %q), want 503 %s", f.errcode, r.Status, r.Body, r.Header.Get("Retry-After"), body)
 		}
-		unfault(t)
+		remove()
 		v := float64(20 + i)
 		if r := post(v); r.Status != 201 {
 			t.Fatalf("after %s: %d %s", f.errcode, r.Status, r.Body)
@@ -298,31 +298,6 @@ func TestDatabaseFaultsAnswer503WithCause(t *testing.T) {
 	}
 	if fmt.Sprint(values) != fmt.Sprint(written) {
 		t.Fatalf("stored %v, want %v: a refused write left something", values, written)
-	}
-}
-
-// fault makes every insert of variable key's values fail with SQLSTATE errcode (a
-// condition name) until unfault.
-func fault(t *testing.T, key int64, errcode string) {
-	t.Helper()
-	for _, q := range []string{
-		fmt.Sprintf(`CREATE FUNCTION test_fault() RETURNS trigger LANGUAGE plpgsql AS $$
-		 BEGIN RAISE EXCEPTION 'injected fault' USING ERRCODE = '%s'; END $$`, errcode),
-		fmt.Sprintf(`CREATE TRIGGER test_fault BEFORE INSERT ON "values" FOR EACH ROW
-		 WHEN (NEW.variable_id = %d) EXECUTE FUNCTION test_fault()`, key),
-	} {
-		if _, err := env.DB.ExecContext(context.Background(), q); err != nil {
-			t.Fatal(err)
-		}
-	}
-	t.Cleanup(func() { unfault(t) })
-}
-
-func unfault(t *testing.T) {
-	t.Helper()
-	if _, err := env.DB.ExecContext(context.Background(),
-		`DROP TRIGGER IF EXISTS test_fault ON "values"; DROP FUNCTION IF EXISTS test_fault()`); err != nil {
-		t.Fatal(err)
 	}
 }
 

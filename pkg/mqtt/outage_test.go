@@ -2,7 +2,6 @@ package mqtt_test
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
@@ -79,19 +78,7 @@ func TestDiskFullDisconnectsWithQuotaExceeded(t *testing.T) {
 		WHERE hash = sha256(convert_to(?, 'UTF8')))`, tok).Scan(context.Background(), &key); err != nil {
 		t.Fatal(err)
 	}
-	for _, q := range []string{
-		`CREATE FUNCTION test_disk_full() RETURNS trigger LANGUAGE plpgsql AS $$
-		 BEGIN RAISE EXCEPTION 'could not extend file: No space left on device' USING ERRCODE = 'disk_full'; END $$`,
-		fmt.Sprintf(`CREATE TRIGGER test_disk_full BEFORE INSERT ON "values" FOR EACH ROW
-		 WHEN (NEW.variable_id = %d) EXECUTE FUNCTION test_disk_full()`, key),
-	} {
-		if _, err := env.DB.ExecContext(context.Background(), q); err != nil {
-			t.Fatal(err)
-		}
-	}
-	t.Cleanup(func() {
-		_, _ = env.DB.ExecContext(context.Background(), `DROP TRIGGER test_disk_full ON "values"; DROP FUNCTION test_disk_full()`)
-	})
+	env.InjectFault(t, key, "disk_full")
 	conn.send(t, packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Publish, Qos: 1}, PacketID: 9,
 		TopicName: "/v1.6/devices/full/t", Payload: []byte("2")})
 	if d := conn.read(t, packets.Disconnect); d.ReasonCode != packets.ErrQuotaExceeded.Code {

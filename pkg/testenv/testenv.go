@@ -169,3 +169,28 @@ func Container(t testing.TB, opts testcontainers.Options) (*Env, *testcontainers
 	t.Cleanup(e.Close)
 	return e, tsdb
 }
+
+// InjectFault makes PostgreSQL fail every insert of variable key's values with SQLSTATE
+// errcode (a condition name such as disk_full), as it does when the fault is real,
+// until the returned function (also run at the test's end) removes it.
+func (e *Env) InjectFault(t testing.TB, key int64, errcode string) (remove func()) {
+	t.Helper()
+	ctx := context.Background()
+	for _, q := range []string{
+		fmt.Sprintf(`CREATE FUNCTION test_fault() RETURNS trigger LANGUAGE plpgsql AS $$
+		 BEGIN RAISE EXCEPTION 'injected fault' USING ERRCODE = '%s'; END $$`, errcode),
+		fmt.Sprintf(`CREATE TRIGGER test_fault BEFORE INSERT ON "values" FOR EACH ROW
+		 WHEN (NEW.variable_id = %d) EXECUTE FUNCTION test_fault()`, key),
+	} {
+		if _, err := e.DB.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	remove = func() {
+		if _, err := e.DB.ExecContext(ctx, `DROP TRIGGER IF EXISTS test_fault ON "values"; DROP FUNCTION IF EXISTS test_fault()`); err != nil {
+			t.Error(err)
+		}
+	}
+	t.Cleanup(remove)
+	return remove
+}
