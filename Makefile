@@ -56,9 +56,13 @@ lint: $(GOLANGCI_LINT)
 test-tools:
 	@.ci/test-tools
 
-## test: vet + every test against a real TimescaleDB
+## test: vet + every test against a real TimescaleDB; then the load tests (a disk filled,
+## faults between service and database) alone, one package at a time, so that they do
+## not starve the timing-bound tests of the packages running beside them
+LOAD_TESTS := ^(TestFullDiskBudgetStopsWrites|TestFullDiskWithoutBudget|TestTCPFaults)$$
 test: prepare test-tools vet
 	$(GO) test -count=1 -timeout 20m ./...
+	SENSORAPI_TEST_LOAD=1 $(GO) test -count=1 -timeout 10m -p 1 -run '$(LOAD_TESTS)' ./pkg/api ./pkg/mqtt
 
 ## bench: ingestion, statistics and resample through the real server, next to their floors,
 ## and the tiers workload (bench-tiers)

@@ -310,6 +310,7 @@ func panics(t *testing.T, tsdb *testcontainers.TimescaleDB) []string {
 // a 500, every acknowledged dot is stored and nothing else, reads and /readyz answer
 // throughout and after, and PostgreSQL never PANICs.
 func TestFullDiskBudgetStopsWrites(t *testing.T) {
+	testenv.LoadTest(t)
 	start := time.Now()
 	e, tsdb := testenv.OnTmpfs(t, tmpfsMB)
 	// the disk must hold the budget, max_wal_size (64MB) and what the writers add in
@@ -397,6 +398,7 @@ func (w *diskWriters) resume(writers int) {
 // ballast is deleted (freeing space outside the data directory, as docs/operations.md
 // says to), writes answer 201 again without restarting anything.
 func TestFullDiskWithoutBudget(t *testing.T) {
+	testenv.LoadTest(t)
 	start := time.Now()
 	e, tsdb := testenv.OnTmpfs(t, tmpfsMB)
 	ctx := context.Background()

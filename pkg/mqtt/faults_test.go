@@ -33,6 +33,7 @@ import (
 //   - within 5 s of the fault ending a write succeeds and /readyz answers 200;
 //   - the fault did reach the service (writes slowed down or failed during it).
 func TestTCPFaults(t *testing.T) {
+	testenv.LoadTest(t)
 	px := env.Proxied(t)
 	cfg := env.Config()
 	cfg.QueryTimeout = queryTimeout // bounds a commit's wait (and PostgreSQL's statement_timeout)

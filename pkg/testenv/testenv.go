@@ -194,3 +194,17 @@ func (e *Env) InjectFault(t testing.TB, key int64, errcode string) (remove func(
 	t.Cleanup(remove)
 	return remove
 }
+
+// LoadEnv names the variable under which the load tests run (LoadTest).
+const LoadEnv = "SENSORAPI_TEST_LOAD"
+
+// LoadTest skips a test that loads the machine (fills a disk, floods a fault proxy)
+// and holds timing bounds of its own, unless LoadEnv is 1: `make test` runs those in a
+// step of their own after the rest, one package at a time, so that they neither starve
+// the timing-bound tests of the packages running beside them nor are starved by them.
+func LoadTest(t testing.TB) {
+	t.Helper()
+	if os.Getenv(LoadEnv) != "1" {
+		t.Skip("a load test: make test runs it in its own step (" + LoadEnv + "=1)")
+	}
+}
