@@ -254,7 +254,7 @@ func (s *Server) deleteValues(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := st.Delete(c, key, r); err != nil {
+	if err := s.Ingest.Delete(c, key, r); err != nil {
 		return err
 	}
 	c.Status(http.StatusNoContent)

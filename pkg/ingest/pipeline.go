@@ -401,7 +401,7 @@ func (p *Pipeline) commit(jobs []*job, dots int) {
 	ctx, cancel := context.WithTimeout(context.Background(), p.conf.CommitTimeout)
 	defer cancel()
 	start := time.Now()
-	moved, err := p.writeJobs(ctx, jobs)
+	w, err := p.writeJobs(ctx, jobs)
 	p.metrics.IngestCommitSeconds.Observe(time.Since(start).Seconds())
 	p.metrics.IngestBatchMessages.Observe(float64(len(jobs)))
 	if err != nil {
@@ -416,11 +416,12 @@ func (p *Pipeline) commit(jobs []*job, dots int) {
 	}
 	p.metrics.IngestBatches.WithLabelValues("committed").Inc()
 	p.finish(jobs, nil)
-	if len(moved) > 0 {
+	p.store.committed(w.changes)
+	if len(w.moved) > 0 {
 		select {
-		case p.moved <- moved:
+		case p.moved <- w.moved:
 		default: // notifyLoop is behind: send them here rather than drop them
-			p.store.notifyLastValues(ctx, moved)
+			p.store.notifyLastValues(ctx, w.moved)
 		}
 	}
 }
@@ -430,25 +431,33 @@ func (p *Pipeline) commit(jobs []*job, dots int) {
 // device or variable resolved for it was deleted or changed before the write locked it.
 func (p *Pipeline) writeAlone(ctx context.Context, r resolver) error {
 	j := []*job{{resolve: r}}
-	var moved []string
+	var w written
 	var err error
 	for attempt := 0; attempt < 4; attempt++ {
-		if moved, err = p.writeJobs(ctx, j); !retryable(err) {
+		if w, err = p.writeJobs(ctx, j); !retryable(err) {
 			break
 		}
 	}
 	if err != nil {
 		return err
 	}
-	p.store.notifyLastValues(ctx, moved)
+	p.store.committed(w.changes)
+	p.store.notifyLastValues(ctx, w.moved)
 	return nil
+}
+
+// written is what a committed transaction of writeJobs did: the last-value
+// notifications to send and the changes for the store's followers.
+type written struct {
+	moved   []string
+	changes []Change
 }
 
 // writeJobs writes the jobs' rows in one transaction: each job resolves its rows in
 // it (queue order: a later message wins a (variable, ts)). It returns the last-value
-// notifications to send once committed.
-func (p *Pipeline) writeJobs(ctx context.Context, jobs []*job) ([]string, error) {
-	var moved []string
+// notifications to send and the changes to tell followers once committed.
+func (p *Pipeline) writeJobs(ctx context.Context, jobs []*job) (written, error) {
+	var w written
 	var n int
 	err := pgx.BeginFunc(ctx, p.store.Pool, func(tx pgx.Tx) error {
 		var rows []row
@@ -464,13 +473,16 @@ func (p *Pipeline) writeJobs(ctx context.Context, jobs []*job) ([]string, error)
 		rows = dedupe(rows)
 		n = len(rows)
 		var err error
-		moved, err = writeRows(ctx, tx, rows, t)
-		return err
+		if w.moved, err = writeRows(ctx, tx, rows, t); err != nil {
+			return err
+		}
+		w.changes = changesOf(rows)
+		return p.store.mark(ctx, tx, w.changes)
 	})
 	if err == nil && p.store.Written != nil {
 		p.store.Written(n)
 	}
-	return moved, err
+	return w, err
 }
 
 // finish answers the jobs and frees their room.
@@ -483,3 +495,12 @@ func (p *Pipeline) finish(jobs []*job, err error) {
 	p.room.Release(n)
 	p.metrics.IngestQueued.Sub(float64(n))
 }
+
+// Delete removes a variable's values in the range (Store.Delete), telling the
+// pipeline's followers.
+func (p *Pipeline) Delete(ctx context.Context, key int64, r Range) error {
+	return p.store.Delete(ctx, key, r)
+}
+
+// Follow adds a follower of every write (follow.go). Call it before Run.
+func (p *Pipeline) Follow(f Follower) { p.store.Followers = append(p.store.Followers, f) }

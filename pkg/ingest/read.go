@@ -106,10 +106,11 @@ func (s *Store) Last(ctx context.Context, key int64) (*StoredDot, error) {
 }
 
 // Delete removes the variable's values in the range and recomputes its lastValue and
-// rollup tiers from what remains, in one transaction.
+// rollup tiers from what remains, in one transaction; the store's followers are told.
 func (s *Store) Delete(ctx context.Context, key int64, r Range) error {
 	start, end := r.bounds()
-	return pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
+	changes := []Change{{Variable: key, From: start.UnixMilli(), To: end.UnixMilli(), Deleted: true}}
+	err := pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
 		// the variable's row first, as writers lock it before their rollups (tiers.go)
 		if _, err := tx.Exec(ctx, `SELECT FROM variables WHERE id = $1 FOR NO KEY UPDATE`, key); err != nil {
 			return fmt.Errorf("lock variable: %w", err)
@@ -130,8 +131,12 @@ func (s *Store) Delete(ctx context.Context, key int64, r Range) error {
 		if err != nil {
 			return fmt.Errorf("recompute last value: %w", err)
 		}
-		return nil
+		return s.mark(ctx, tx, changes)
 	})
+	if err == nil {
+		s.committed(changes)
+	}
+	return err
 }
 
 // Statistic computes one aggregate over the range (count and sum are 0, the others

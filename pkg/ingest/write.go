@@ -25,6 +25,8 @@ type Store struct {
 	Written func(n int)
 	// Log reports last-value notifications that could not be sent (nil: slog's default).
 	Log *slog.Logger
+	// Followers are told about every write of values (follow.go).
+	Followers []Follower
 }
 
 // row is a dot resolved to its internal variable key.
