@@ -43,19 +43,19 @@ var exprLexer = lexer.MustSimple([]lexer.SimpleRule{
 })
 
 type orExpr struct {
-	Head *andExpr  `parser:"@@"`
+	Head *andExpr   `parser:"@@"`
 	Tail []*andExpr `parser:"( 'or' @@ )*"`
 }
 
 type andExpr struct {
-	Head *notExpr  `parser:"@@"`
+	Head *notExpr   `parser:"@@"`
 	Tail []*notExpr `parser:"( 'and' @@ )*"`
 }
 
 type notExpr struct {
 	Pos lexer.Position
-	Not *notExpr  `parser:"  'not' @@"`
-	Cmp *cmpExpr  `parser:"| @@"`
+	Not *notExpr `parser:"  'not' @@"`
+	Cmp *cmpExpr `parser:"| @@"`
 }
 
 type cmpExpr struct {
@@ -100,11 +100,11 @@ type powExpr struct {
 
 type primary struct {
 	Pos    lexer.Position
-	Number *string  `parser:"  @Number"`
-	Ref    *string  `parser:"| @Ref"`
-	String *string  `parser:"| @String"`
-	Call   *call    `parser:"| @@"`
-	Group  *orExpr  `parser:"| '(' @@ ')'"`
+	Number *string `parser:"  @Number"`
+	Ref    *string `parser:"| @Ref"`
+	String *string `parser:"| @String"`
+	Call   *call   `parser:"| @@"`
+	Group  *orExpr `parser:"| '(' @@ ')'"`
 }
 
 type call struct {
