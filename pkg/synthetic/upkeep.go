@@ -167,26 +167,20 @@ const Poll = 500 * time.Millisecond
 // reloadEvery rereads the graph even without a notification.
 const reloadEvery = 30 * time.Second
 
-// Run loads the graph and works until ctx ends.
+// Run loads the graph and works until ctx ends. The graph is reloaded beside the
+// worker, never behind a long run of recomputes: Mark must see a new definition's
+// inputs well within the settling recompute's delay.
 func (u *Upkeep) Run(ctx context.Context) {
 	if err := u.Load(ctx); err != nil && ctx.Err() == nil {
 		u.Log.Warn("synthetic variables: graph not loaded", "error", err.Error())
 	}
-	tick, reread := time.NewTicker(Poll), time.NewTicker(reloadEvery)
+	go u.reloadLoop(ctx)
+	tick := time.NewTicker(Poll)
 	defer tick.Stop()
-	defer reread.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-u.reload:
-			if err := u.Load(ctx); err != nil && ctx.Err() == nil {
-				u.Log.Warn("synthetic variables: graph not reloaded", "error", err.Error())
-			}
-			continue
-		case <-reread.C:
-			u.Invalidated()
-			continue
 		case <-u.wake:
 		case <-tick.C:
 		}
@@ -198,6 +192,23 @@ func (u *Upkeep) Run(ctx context.Context) {
 			if !did {
 				break
 			}
+		}
+	}
+}
+
+// reloadLoop rereads the graph when told to (Invalidated) and every reloadEvery.
+func (u *Upkeep) reloadLoop(ctx context.Context) {
+	reread := time.NewTicker(reloadEvery)
+	defer reread.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-u.reload:
+		case <-reread.C:
+		}
+		if err := u.Load(ctx); err != nil && ctx.Err() == nil {
+			u.Log.Warn("synthetic variables: graph not reloaded", "error", err.Error())
 		}
 	}
 }
