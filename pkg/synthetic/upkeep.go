@@ -3,6 +3,7 @@ package synthetic
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -226,7 +227,7 @@ func (u *Upkeep) Step(ctx context.Context) (did bool, err error) {
 	err = pgx.BeginFunc(ctx, u.Pool, func(tx pgx.Tx) error {
 		err := tx.QueryRow(ctx, `SELECT variable_id FROM synthetic_dirty WHERE not_before <= now()
 			ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED`).Scan(&key)
-		if err == pgx.ErrNoRows {
+		if errors.Is(err, pgx.ErrNoRows) {
 			return nil
 		}
 		if err != nil {
