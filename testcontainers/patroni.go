@@ -326,9 +326,18 @@ func (n *Node) api(ctx context.Context, method, path string, body, out any) erro
 
 // Kill ends the node at once (SIGKILL to Patroni and PostgreSQL alike, as a machine
 // that dies): no shutdown checkpoint, no leader key released.
-func (n *Node) Kill(ctx context.Context) error {
-	if out, err := exec.CommandContext(ctx, "docker", "kill", n.container.GetContainerID()).CombinedOutput(); err != nil {
-		return fmt.Errorf("docker kill %s: %w: %s", n.Name, err, tail(out))
+func (n *Node) Kill(ctx context.Context) error { return n.docker(ctx, "kill") }
+
+// Pause freezes every process of the node (docker pause): a standby that stops
+// acknowledging WAL while its connections stay open. Unpause resumes it.
+func (n *Node) Pause(ctx context.Context) error { return n.docker(ctx, "pause") }
+
+// Unpause resumes a paused node.
+func (n *Node) Unpause(ctx context.Context) error { return n.docker(ctx, "unpause") }
+
+func (n *Node) docker(ctx context.Context, verb string) error {
+	if out, err := exec.CommandContext(ctx, "docker", verb, n.container.GetContainerID()).CombinedOutput(); err != nil {
+		return fmt.Errorf("docker %s %s: %w: %s", verb, n.Name, err, tail(out))
 	}
 	return nil
 }

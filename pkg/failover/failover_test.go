@@ -89,6 +89,7 @@ func TestFailover(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = broker.Close() })
 	mqttAddr := broker.Addrs()[0].String()
+	t.Run("writes wait for the synchronous standby", func(t *testing.T) { waitsForStandby(t, cl, h) })
 	tok := e.NewAccount(t)
 
 	w := &writes{acked: map[dotKey]float64{}}
@@ -524,6 +525,48 @@ func roleByDefault(t *testing.T, cl *testcontainers.Cluster, e *testenv.Env, db 
 	for deadline := time.Now().Add(5 * time.Second); !replicas.Status()[0]["up"].(bool); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("DATABASE_REPLICA_URL=%s: the replica is not up: %v", dsn, replicas.Status())
+		}
+	}
+}
+
+// waitsForStandby: with the synchronous standby frozen, a write is not acknowledged
+// (its commit waits for the standby's flush; the service gives up after its query
+// timeout with a 503, closing the connection rather than cancelling the wait, which
+// PostgreSQL would answer with a successful COMMIT); once the standby resumes, writes
+// are acknowledged again.
+func waitsForStandby(t *testing.T, cl *testcontainers.Cluster, h *testenv.Client) {
+	ctx := context.Background()
+	leader := cl.Leader(ctx)
+	var standby *testcontainers.Node
+	for _, n := range cl.Nodes {
+		if n != leader {
+			standby = n
+		}
+	}
+	write := func(ts int64) testenv.Response {
+		return h.Post("/api/v1.6/devices/sync-check/", map[string]any{"v": map[string]any{"value": ts, "timestamp": ts}})
+	}
+	if r := write(1); r.Status != 200 {
+		t.Fatalf("write before the pause: %d %s", r.Status, r.Body)
+	}
+	if err := standby.Pause(ctx); err != nil {
+		t.Fatal(err)
+	}
+	begin := time.Now()
+	r := write(2)
+	took := time.Since(begin)
+	if err := standby.Unpause(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if r.Status != 503 || r.Header.Get("Retry-After") == "" {
+		t.Errorf("write while the synchronous standby was frozen: %d %s after %v, want 503 with Retry-After", r.Status, r.Body, took)
+	}
+	t.Logf("write while the synchronous standby was frozen: %d after %v", r.Status, took.Round(time.Millisecond))
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if r := write(3); r.Status == 200 {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("write after the standby resumed: %d %s", r.Status, r.Body)
 		}
 	}
 }

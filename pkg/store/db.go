@@ -55,6 +55,10 @@ func open(ctx context.Context, dsn string, queryTimeout time.Duration, name stri
 	// millions of points it cost more than the query itself (measured: resample 1H mean
 	// over 500k points, 1285 ms with JIT of which 873 ms compiling, 337 ms without).
 	cfg.ConnConfig.RuntimeParams["jit"] = "off"
+	// A context that ends closes the connection (pgx's default ContextWatcherHandler)
+	// rather than sending a cancel request: PostgreSQL answers a cancelled wait for the
+	// synchronous standby with a successful COMMIT and a WARNING, which would
+	// acknowledge a write the standby may not hold (API.md §19, pkg/failover).
 	cfg.MaxConns = 32
 	cfg.HealthCheckPeriod = 5 * time.Second
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
