@@ -3,7 +3,9 @@ package testcontainers
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"embed"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -30,17 +32,22 @@ const PatroniImage = "sensorapi/patroni:pg17-local"
 //go:embed patroni/Dockerfile patroni/sensorapi.yml
 var patroniRecipe embed.FS
 
-// ResolvePatroniImage returns PatroniImage, built once when missing (and LocalImage
-// under it, which the official image cannot replace: Patroni comes from Debian).
+// ResolvePatroniImage returns PatroniImage, built when missing or built from another
+// recipe (and LocalImage under it, which the official image cannot replace: Patroni
+// comes from Debian).
 func ResolvePatroniImage(ctx context.Context) (string, error) {
 	if err := EnsureDocker(ctx); err != nil {
 		return "", err
 	}
-	if imagePresent(ctx, PatroniImage) {
+	recipe, err := patroniRecipeHash()
+	if err != nil {
+		return "", err
+	}
+	if patroniImageOf(ctx, recipe) {
 		return PatroniImage, nil
 	}
-	err := exclusive(ctx, func() error {
-		if imagePresent(ctx, PatroniImage) { // another process built it meanwhile
+	err = exclusive(ctx, func() error {
+		if patroniImageOf(ctx, recipe) { // another process built it meanwhile
 			return nil
 		}
 		if !imagePresent(ctx, LocalImage) {
@@ -48,7 +55,7 @@ func ResolvePatroniImage(ctx context.Context) (string, error) {
 				return err
 			}
 		}
-		return buildPatroniImage(ctx)
+		return buildPatroniImage(ctx, recipe)
 	})
 	if err != nil {
 		return "", err
@@ -56,7 +63,29 @@ func ResolvePatroniImage(ctx context.Context) (string, error) {
 	return PatroniImage, nil
 }
 
-func buildPatroniImage(ctx context.Context) error {
+// recipeLabel, on PatroniImage, is the hash of the recipe it was built from.
+const recipeLabel = "sensorapi.recipe"
+
+func patroniRecipeHash() (string, error) {
+	h := sha256.New()
+	for _, name := range []string{"Dockerfile", "sensorapi.yml"} {
+		b, err := patroniRecipe.ReadFile("patroni/" + name)
+		if err != nil {
+			return "", fmt.Errorf("patroni recipe: %w", err)
+		}
+		h.Write(b)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16], nil
+}
+
+// patroniImageOf tells whether PatroniImage exists, built from this recipe.
+func patroniImageOf(ctx context.Context, recipe string) bool {
+	out, err := exec.CommandContext(ctx, "docker", "image", "inspect", "-f",
+		`{{index .Config.Labels "`+recipeLabel+`"}}`, PatroniImage).Output()
+	return err == nil && strings.TrimSpace(string(out)) == recipe
+}
+
+func buildPatroniImage(ctx context.Context, recipe string) error {
 	dir, err := os.MkdirTemp("", "sensorapi-patroni-")
 	if err != nil {
 		return fmt.Errorf("build %s: %w", PatroniImage, err)
@@ -76,7 +105,7 @@ func buildPatroniImage(ctx context.Context) error {
 	beginStep("docker build " + PatroniImage + ": apt-get install patroni python3-etcd etcd-server")
 	defer steps.End()
 	out, err := exec.CommandContext(ctx, "docker", "build", "-q", "--build-arg", "BASE="+LocalImage,
-		"-t", PatroniImage, dir).CombinedOutput()
+		"--label", recipeLabel+"="+recipe, "-t", PatroniImage, dir).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("build %s: %w: %s", PatroniImage, err, tail(out))
 	}
@@ -146,6 +175,13 @@ func StartCluster(ctx context.Context, n int) (*Cluster, error) {
 	return c, nil
 }
 
+// nodeEnv is what tells one node from another (patroni/sensorapi.yml has the rest):
+// its member name, which is also its name on the network.
+func nodeEnv(name string) map[string]string {
+	return map[string]string{"PATRONI_NAME": name, "PATRONI_RESTAPI_CONNECT_ADDRESS": name + ":8008",
+		"PATRONI_POSTGRESQL_CONNECT_ADDRESS": name + ":5432"}
+}
+
 func startNode(ctx context.Context, img, nw, name string) (*Node, error) {
 	pg, err := freePort()
 	if err != nil {
@@ -157,9 +193,8 @@ func startNode(ctx context.Context, img, nw, name string) (*Node, error) {
 	}
 	n := &Node{Name: name, Port: pg, APIPort: api}
 	n.container, err = run(ctx, tc.ContainerRequest{
-		Image: img,
-		Env: map[string]string{"PATRONI_NAME": name, "PATRONI_RESTAPI_CONNECT_ADDRESS": name + ":8008",
-			"PATRONI_POSTGRESQL_CONNECT_ADDRESS": name + ":5432"},
+		Image:        img,
+		Env:          nodeEnv(name),
 		ExposedPorts: []string{"5432/tcp", "8008/tcp"},
 		HostConfigModifier: func(hc *container.HostConfig) {
 			lo := netip.MustParseAddr("127.0.0.1")
@@ -289,6 +324,36 @@ func (c *Cluster) Configure(ctx context.Context, patch map[string]any) error {
 		return fmt.Errorf("configure the cluster: no leader")
 	}
 	return n.api(ctx, http.MethodPatch, "/config", patch, nil)
+}
+
+// SetSynchronous turns synchronous_mode on or off and waits until the standbys'
+// roles show it (sync_standby or replica): what the benchmark compares.
+func (c *Cluster) SetSynchronous(ctx context.Context, on bool) error {
+	if err := c.Configure(ctx, map[string]any{"synchronous_mode": on}); err != nil {
+		return err
+	}
+	want := "replica"
+	if on {
+		want = "sync_standby"
+	}
+	for deadline := time.Now().Add(time.Minute); ; {
+		ms, err := c.Members(ctx)
+		ok := err == nil && len(ms) == len(c.Nodes)
+		for _, m := range ms {
+			ok = ok && (m.Role == "leader" || m.Role == want)
+		}
+		if ok {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("synchronous_mode %v not applied after a minute: members %+v, error %v", on, ms, err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("set synchronous_mode: %w", ctx.Err())
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 }
 
 // api calls the node's Patroni REST API and decodes a 2xx JSON answer into out.
