@@ -293,7 +293,10 @@ func (c *Cluster) WaitReplicated(ctx context.Context, timeout time.Duration) (*N
 			return c.Leader(ctx), nil
 		}
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("cluster not replicated after %v: members %+v, error %v", timeout, ms, err)
+			if err != nil {
+				return nil, fmt.Errorf("cluster not replicated after %v: %w", timeout, err)
+			}
+			return nil, fmt.Errorf("cluster not replicated after %v: members %+v", timeout, ms)
 		}
 		select {
 		case <-ctx.Done():
@@ -346,7 +349,10 @@ func (c *Cluster) SetSynchronous(ctx context.Context, on bool) error {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("synchronous_mode %v not applied after a minute: members %+v, error %v", on, ms, err)
+			if err != nil {
+				return fmt.Errorf("synchronous_mode %v not applied after a minute: %w", on, err)
+			}
+			return fmt.Errorf("synchronous_mode %v not applied after a minute: members %+v", on, ms)
 		}
 		select {
 		case <-ctx.Done():
