@@ -125,7 +125,7 @@ func TestFailover(t *testing.T) {
 			t.Errorf("failover %d: writes failed for %v, want at most %v", round+1, window, maxUnavailable)
 		}
 		holds(t, promoted, dbName, tok, w.snapshot(), "the new primary")
-		sub.receives(t, w.lastAcked("http-0"), "after failover "+strconv.Itoa(round+1))
+		sub.receives(t, w.ackedAfter(t, "http-0", firstOK), "after failover "+strconv.Itoa(round+1))
 
 		// the old primary rejoins as a standby of the new one
 		if err := leader.Start(ctx); err != nil {
@@ -171,28 +171,34 @@ type dotKey struct {
 type writes struct {
 	mu       sync.Mutex
 	acked    map[dotKey]float64
-	last     map[string]int64 // the newest acknowledged timestamp per device
+	last     map[string]ack // the newest acknowledgement per device
 	attempts []attempt
 }
 
 type attempt struct {
-	at time.Time
-	ok bool
+	sent, at time.Time // the write was sent, answered
+	ok       bool
 }
 
-func (w *writes) record(device string, ts []int64, ok bool) {
+// ack is when a device's write was acknowledged, and its newest timestamp.
+type ack struct {
+	at time.Time
+	ts int64
+}
+
+func (w *writes) record(device string, sent time.Time, ts []int64, ok bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.attempts = append(w.attempts, attempt{time.Now(), ok})
+	w.attempts = append(w.attempts, attempt{sent: sent, at: time.Now(), ok: ok})
 	if !ok {
 		return
 	}
 	if w.last == nil {
-		w.last = map[string]int64{}
+		w.last = map[string]ack{}
 	}
 	for _, x := range ts {
 		w.acked[dotKey{device, x}] = float64(x)
-		w.last[device] = max(w.last[device], x)
+		w.last[device] = ack{at: time.Now(), ts: x}
 	}
 }
 
@@ -202,10 +208,21 @@ func (w *writes) snapshot() map[dotKey]float64 {
 	return maps.Clone(w.acked)
 }
 
-func (w *writes) lastAcked(device string) int64 {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.last[device]
+// ackedAfter waits for device's first acknowledgement after from and returns the
+// newest timestamp acknowledged then.
+func (w *writes) ackedAfter(t *testing.T, device string, from time.Time) int64 {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		w.mu.Lock()
+		a := w.last[device]
+		w.mu.Unlock()
+		if a.at.After(from) {
+			return a.ts
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: no write acknowledged within 10 s of the others recovering", device)
+		}
+	}
 }
 
 func (w *writes) failures() (n int) {
@@ -220,7 +237,8 @@ func (w *writes) failures() (n int) {
 }
 
 // recovered waits until writes succeed again after the kill and returns the first
-// failure after it and the first success after that one.
+// failure after it and the first success of a write sent after that failure (not an
+// answer to one sent before the kill that arrived late).
 func (w *writes) recovered(t *testing.T, killed time.Time) (firstFail, firstOK time.Time) {
 	t.Helper()
 	deadline := time.Now().Add(2 * maxUnavailable)
@@ -233,7 +251,7 @@ func (w *writes) recovered(t *testing.T, killed time.Time) (firstFail, firstOK t
 			if !a.ok && firstFail.IsZero() {
 				firstFail = a.at
 			}
-			if a.ok && !firstFail.IsZero() {
+			if a.ok && !firstFail.IsZero() && a.sent.After(firstFail) {
 				firstOK = a.at
 				break
 			}
@@ -256,15 +274,16 @@ func (w *writes) http(t *testing.T, c *testenv.Client, device string, stop <-cha
 	for ts := int64(1); ; ts += 2 {
 		body := map[string]any{"v": []map[string]any{{"value": ts, "timestamp": ts}, {"value": ts + 1, "timestamp": ts + 1}}}
 		for {
+			sent := time.Now()
 			r := c.Post("/api/v1.6/devices/"+device+"/", body)
 			if r.Status == 200 {
-				w.record(device, []int64{ts, ts + 1}, true)
+				w.record(device, sent, []int64{ts, ts + 1}, true)
 				break
 			}
 			if r.Status != 503 || r.Header.Get("Retry-After") == "" {
 				t.Errorf("%s: %d %s (Retry-After %q), want 200 or 503 with Retry-After", device, r.Status, r.Body, r.Header.Get("Retry-After"))
 			}
-			w.record(device, nil, false)
+			w.record(device, sent, nil, false)
 			time.Sleep(100 * time.Millisecond)
 		}
 		select {
@@ -286,14 +305,15 @@ func (w *writes) mqtt(t *testing.T, addr, tok, device string, stop <-chan struct
 	}()
 	for ts := int64(1); ; ts++ {
 		for {
+			sent := time.Now()
 			if c == nil || !c.IsConnected() {
 				c = dial(t, addr, tok, device)
 			}
 			if c != nil && publish(c, device, ts) {
-				w.record(device, []int64{ts}, true)
+				w.record(device, sent, []int64{ts}, true)
 				break
 			}
-			w.record(device, nil, false)
+			w.record(device, sent, nil, false)
 			time.Sleep(100 * time.Millisecond)
 		}
 		select {
