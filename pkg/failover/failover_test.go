@@ -121,6 +121,9 @@ func TestFailover(t *testing.T) {
 		t.Logf("failover %d: %s killed; %s primary after %v; writes failed from +%v to +%v: unavailable %v",
 			round+1, leader.Name, promoted.Name, promotedAfter.Round(time.Millisecond), firstFail.Sub(killed).Round(time.Millisecond),
 			firstOK.Sub(killed).Round(time.Millisecond), window.Round(time.Millisecond))
+		if late := w.failuresBetween(killed.Add(promotedAfter), firstOK); len(late) > 0 {
+			t.Logf("failover %d: failures after the promotion: %v", round+1, late)
+		}
 		if window > maxUnavailable {
 			t.Errorf("failover %d: writes failed for %v, want at most %v", round+1, window, maxUnavailable)
 		}
@@ -178,6 +181,7 @@ type writes struct {
 type attempt struct {
 	sent, at time.Time // the write was sent, answered
 	ok       bool
+	failure  string // what the writer saw instead of an acknowledgement
 }
 
 // ack is when a device's write was acknowledged, and its newest timestamp.
@@ -186,10 +190,11 @@ type ack struct {
 	ts int64
 }
 
-func (w *writes) record(device string, sent time.Time, ts []int64, ok bool) {
+func (w *writes) record(device string, sent time.Time, ts []int64, failure string) {
+	ok := failure == ""
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.attempts = append(w.attempts, attempt{sent: sent, at: time.Now(), ok: ok})
+	w.attempts = append(w.attempts, attempt{sent: sent, at: time.Now(), ok: ok, failure: failure})
 	if !ok {
 		return
 	}
@@ -236,6 +241,19 @@ func (w *writes) failures() (n int) {
 	return n
 }
 
+// failuresBetween counts the failures answered between from and to, by what they were.
+func (w *writes) failuresBetween(from, to time.Time) map[string]int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	m := map[string]int{}
+	for _, a := range w.attempts {
+		if !a.ok && a.at.After(from) && a.at.Before(to) {
+			m[a.failure]++
+		}
+	}
+	return m
+}
+
 // recovered waits until writes succeed again after the kill and returns the first
 // failure after it and the first success of a write sent after that failure (not an
 // answer to one sent before the kill that arrived late).
@@ -277,13 +295,13 @@ func (w *writes) http(t *testing.T, c *testenv.Client, device string, stop <-cha
 			sent := time.Now()
 			r := c.Post("/api/v1.6/devices/"+device+"/", body)
 			if r.Status == 200 {
-				w.record(device, sent, []int64{ts, ts + 1}, true)
+				w.record(device, sent, []int64{ts, ts + 1}, "")
 				break
 			}
 			if r.Status != 503 || r.Header.Get("Retry-After") == "" {
 				t.Errorf("%s: %d %s (Retry-After %q), want 200 or 503 with Retry-After", device, r.Status, r.Body, r.Header.Get("Retry-After"))
 			}
-			w.record(device, sent, nil, false)
+			w.record(device, sent, nil, fmt.Sprintf("HTTP %d %s", r.Status, r.Body))
 			time.Sleep(100 * time.Millisecond)
 		}
 		select {
@@ -306,14 +324,17 @@ func (w *writes) mqtt(t *testing.T, addr, tok, device string, stop <-chan struct
 	for ts := int64(1); ; ts++ {
 		for {
 			sent := time.Now()
+			var err error
 			if c == nil || !c.IsConnected() {
-				c = dial(t, addr, tok, device)
+				c, err = dial(t, addr, tok, device)
 			}
-			if c != nil && publish(c, device, ts) {
-				w.record(device, sent, []int64{ts}, true)
-				break
+			if err == nil {
+				if err = publish(c, device, ts); err == nil {
+					w.record(device, sent, []int64{ts}, "")
+					break
+				}
 			}
-			w.record(device, sent, nil, false)
+			w.record(device, sent, nil, "MQTT "+err.Error())
 			time.Sleep(100 * time.Millisecond)
 		}
 		select {
@@ -324,8 +345,8 @@ func (w *writes) mqtt(t *testing.T, addr, tok, device string, stop <-chan struct
 	}
 }
 
-// dial connects a paho (MQTT 3.1.1) client; nil when the broker refused for now.
-func dial(t *testing.T, addr, tok, device string) paho.Client {
+// dial connects a paho (MQTT 3.1.1) client; an error when the broker refused for now.
+func dial(t *testing.T, addr, tok, device string) (paho.Client, error) {
 	o := paho.NewClientOptions().AddBroker("tcp://" + addr).SetUsername(tok).
 		SetClientID(device + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)).
 		SetConnectTimeout(10 * time.Second).SetAutoReconnect(false)
@@ -333,27 +354,30 @@ func dial(t *testing.T, addr, tok, device string) paho.Client {
 	tk := c.Connect()
 	if !tk.WaitTimeout(15 * time.Second) {
 		t.Errorf("%s: no CONNACK within 15 s", device)
-		return nil
+		return nil, errors.New("no CONNACK")
 	}
 	if err := tk.Error(); err != nil {
 		// the token is checked against the database while the caches cannot be trusted
 		if !errors.Is(err, packets.ErrorRefusedServerUnavailable) {
 			t.Errorf("%s: connect: %v, want success or \"server unavailable\"", device, err)
 		}
-		return nil
+		return nil, fmt.Errorf("connect: %w", err)
 	}
-	return c
+	return c, nil
 }
 
-// publish sends the dot (value ts at ts) and tells whether it was acknowledged: the
+// publish sends the dot (value ts at ts) and returns nil once it is acknowledged: the
 // broker closes the connection instead of acknowledging a write it could not commit.
-func publish(c paho.Client, device string, ts int64) bool {
+func publish(c paho.Client, device string, ts int64) error {
 	tk := c.Publish("/v1.6/devices/"+device+"/v", 1, false, fmt.Sprintf(`{"value":%d,"timestamp":%d}`, ts, ts))
 	if !tk.WaitTimeout(20 * time.Second) {
 		c.Disconnect(0)
-		return false
+		return errors.New("no PUBACK within 20 s")
 	}
-	return tk.Error() == nil
+	if err := tk.Error(); err != nil {
+		return fmt.Errorf("publish: %w", err)
+	}
+	return nil
 }
 
 // subscriber records the newest last value an MQTT subscription delivered.
