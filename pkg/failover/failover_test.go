@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/sensordata/sensorapi/pkg/config"
+	"github.com/sensordata/sensorapi/pkg/retention"
 	"github.com/sensordata/sensorapi/pkg/store"
 	"github.com/sensordata/sensorapi/pkg/testenv"
 	"github.com/sensordata/sensorapi/testcontainers"
@@ -40,7 +41,8 @@ const maxUnavailable = 30 * time.Second
 // the killed container again and waits for it to rejoin. Checked:
 //
 //   - after each failover, every dot acknowledged so far is on the new primary (read
-//     there directly), and, once the old primary has rejoined, on it too;
+//     there directly), and, once the old primary has rejoined, on it too; a retention
+//     run succeeds on the new primary;
 //   - no HTTP answer but 200 and 503 with Retry-After (never a 500); no CONNACK refusal
 //     but "server unavailable";
 //   - writes succeed again within maxUnavailable of the first failure (the window is
@@ -128,6 +130,10 @@ func TestFailover(t *testing.T) {
 			t.Errorf("failover %d: writes failed for %v, want at most %v", round+1, window, maxUnavailable)
 		}
 		holds(t, promoted, dbName, tok, w.snapshot(), "the new primary")
+		// the retention job records its run on the primary, through the service's pool
+		if res, err := (&retention.Job{Pool: e.DB.Pool, Log: e.Log}).Run(ctx); err != nil || res.Skipped {
+			t.Errorf("failover %d: retention run on the new primary: %+v, %v", round+1, res, err)
+		}
 		sub.receives(t, w.ackedAfter(t, "http-0", firstOK), "after failover "+strconv.Itoa(round+1))
 
 		// the old primary rejoins as a standby of the new one
