@@ -422,11 +422,6 @@ func (n *Node) Start(ctx context.Context) error {
 	return nil
 }
 
-// Exec runs a bash script in the node's container and returns its output.
-func (n *Node) Exec(ctx context.Context, script string) (string, error) {
-	return (&TimescaleDB{container: n.container}).Exec(ctx, script)
-}
-
 // Terminate removes the containers and the network.
 func (c *Cluster) Terminate(ctx context.Context) {
 	for _, n := range c.Nodes {
