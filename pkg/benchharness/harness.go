@@ -39,7 +39,13 @@ type Harness struct {
 func Start(ctx context.Context) (*Harness, error) {
 	h := &Harness{Token: "bench-" + strconv.FormatInt(time.Now().UnixNano(), 36), Image: "DATABASE_URL"}
 	dsn := os.Getenv("DATABASE_URL")
-	if dsn == "" {
+	if mode := os.Getenv(PatroniEnv); mode != "" && dsn == "" {
+		var err error
+		if dsn, h.Image, err = h.startCluster(ctx, mode); err != nil {
+			h.Close()
+			return nil, err
+		}
+	} else if dsn == "" {
 		tsdb, err := testcontainers.Start(ctx, testcontainers.Options{})
 		if err != nil {
 			return nil, err
@@ -67,6 +73,28 @@ func Start(ctx context.Context) (*Harness, error) {
 		return nil, err
 	}
 	return h, nil
+}
+
+// PatroniEnv, set to sync or async, runs the benchmark on a Patroni pair
+// (testcontainers.StartCluster) with synchronous_mode on or off, to measure what
+// synchronous replication costs (docs/scaling.md).
+const PatroniEnv = "SENSORBENCH_PATRONI"
+
+// startCluster starts the pair and returns its multi-host DSN and a description.
+func (h *Harness) startCluster(ctx context.Context, mode string) (dsn, image string, err error) {
+	if mode != "sync" && mode != "async" {
+		return "", "", fmt.Errorf("%s=%q: want sync or async", PatroniEnv, mode)
+	}
+	cl, err := testcontainers.StartCluster(ctx, 2)
+	if err != nil {
+		return "", "", err
+	}
+	h.cleanup = append(h.cleanup, func() { cl.Terminate(context.Background()) })
+	if err := cl.SetSynchronous(ctx, mode == "sync"); err != nil {
+		return "", "", err
+	}
+	return cl.DSN("postgres"), fmt.Sprintf("%s, a Patroni pair with synchronous_mode %s", testcontainers.PatroniImage,
+		map[string]string{"sync": "on", "async": "off"}[mode]), nil
 }
 
 // startServer builds and runs `sensorapi serve` as its own process, so its memory is

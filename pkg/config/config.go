@@ -102,11 +102,7 @@ func FromEnv() (Config, error) {
 	if v, ok := os.LookupEnv("SENSORAPI_MQTT_ADDR"); ok {
 		c.MQTT.Addr = v // set but empty turns the plain listener off
 	}
-	for _, u := range strings.Split(os.Getenv("DATABASE_REPLICA_URL"), ",") {
-		if u = strings.TrimSpace(u); u != "" {
-			c.ReplicaURLs = append(c.ReplicaURLs, u)
-		}
-	}
+	c.ReplicaURLs = splitURLs(os.Getenv("DATABASE_REPLICA_URL"))
 	c.MQTT.TLSAddr = os.Getenv("SENSORAPI_MQTT_TLS_ADDR")
 	c.MQTT.TLSCert = os.Getenv("SENSORAPI_MQTT_TLS_CERT")
 	c.MQTT.TLSKey = os.Getenv("SENSORAPI_MQTT_TLS_KEY")
@@ -338,4 +334,22 @@ func ParseSize(v string) (int64, error) {
 		return 0, fmt.Errorf("want a positive size such as 500MB or 40GB, got %q", v)
 	}
 	return n * mult, nil
+}
+
+// splitURLs splits DATABASE_REPLICA_URL at its commas, except those inside a URL that
+// names several hosts (postgres://u:p@db1:5432,db2:5432/sensors, API.md §19): a new
+// URL starts only where a scheme does.
+func splitURLs(s string) []string {
+	var out []string
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		switch {
+		case part == "":
+		case len(out) == 0 || strings.HasPrefix(part, "postgres://") || strings.HasPrefix(part, "postgresql://"):
+			out = append(out, part)
+		default:
+			out[len(out)-1] += "," + part
+		}
+	}
+	return out
 }
