@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sensordata/sensorapi/pkg/ingest"
+	"github.com/sensordata/sensorapi/pkg/storage"
 	"github.com/sensordata/sensorapi/pkg/testenv"
 )
 
@@ -70,6 +72,28 @@ func TestTiersProperty(t *testing.T) {
 	differ := tzRules(t, "tiers/fixtures.json", fx.TZ)
 	logTzRules(t, "tiers/fixtures.json", fx.TZ, differ)
 
+	t.Run("rows", func(t *testing.T) { tiersCases(t, c, vars, fx, differ) })
+
+	// the same answers once every day is packed (issue 32): pandas' and the reference
+	// SQL's over both layouts
+	p := storage.Packer{Store: &ingest.Store{Pool: env.DB.Pool}, After: 2 * 24 * time.Hour, Log: env.Log}
+	res, err := p.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left int
+	if err := env.DB.Pool.QueryRow(context.Background(), `SELECT count(*) FROM "values" WHERE variable_id = $1`,
+		vars["a"].key).Scan(&left); err != nil || left != 0 || res.Days == 0 {
+		t.Fatalf("packing: %d days packed, %d rows of a left (%v)", res.Days, left, err)
+	}
+	refValues = packedRefValues
+	defer func() { refValues = `"values"` }()
+	t.Run("packed", func(t *testing.T) { tiersCases(t, c, vars, fx, differ) })
+}
+
+// tiersCases compares the answers to every fixture case and the random requests with
+// pandas and the reference SQL.
+func tiersCases(t *testing.T, c *testenv.Client, vars map[string]*tiersVar, fx tiersFixture, differ map[string]*tzDisagreement) {
 	t.Run("statistics", func(t *testing.T) {
 		for _, pc := range fx.Statistics {
 			t.Run(pc.Name, func(t *testing.T) {
@@ -453,6 +477,15 @@ const refMs = `(extract(epoch FROM %s) * 1000)::bigint`
 
 func refTime(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
 
+// refValues is what the reference SQL reads: the rows of "values", and in the packed
+// run of TestTiersProperty both layouts (packedRefValues).
+var refValues = `"values"`
+
+// packedRefValues are both layouts of the raw values: their decoding (packed_values) is
+// checked bit for bit by pkg/storage's tests, and the answers against pandas here.
+const packedRefValues = `(SELECT variable_id, ts, value FROM "values"
+	UNION ALL SELECT variable_id, ts, value FROM packed_values(ARRAY(SELECT id FROM variables), '-infinity', 'infinity'))`
+
 // refStatistics is E7 straight from "values", one statement per variable: the plain
 // aggregates, percentile_cont, first/last by time, the earliest timestamp holding the
 // min and the max, and the sample standard deviation in two passes (the mean first,
@@ -460,7 +493,7 @@ func refTime(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
 func refStatistics(t *testing.T, vars map[string]*tiersVar, names []string, start, end int64) any {
 	t.Helper()
 	q := fmt.Sprintf(`WITH x AS (
-		SELECT ts, value FROM "values" WHERE variable_id = $1 AND ts BETWEEN $2 AND $3
+		SELECT ts, value FROM `+refValues+` WHERE variable_id = $1 AND ts BETWEEN $2 AND $3
 	), s AS (
 		SELECT count(*) AS n, sum(value) AS sum, avg(value) AS mean, min(value) AS min, max(value) AS max,
 		       percentile_cont(ARRAY[0.25, 0.5, 0.75]) WITHIN GROUP (ORDER BY value) AS p,
@@ -568,7 +601,7 @@ func refResample(t *testing.T, keys []int64, start, end time.Time, period, tz, f
 		empty = "coalesce(g.v, 0)"
 	}
 	q := fmt.Sprintf(`WITH x AS (
-		SELECT variable_id, ts, value FROM "values" WHERE variable_id = ANY($1) AND ts BETWEEN $2 AND $3
+		SELECT variable_id, ts, value FROM `+refValues+` WHERE variable_id = ANY($1) AND ts BETWEEN $2 AND $3
 	), o AS (
 		SELECT date_trunc('day', min(ts) AT TIME ZONE $4) AS day FROM x
 	), g AS (
@@ -651,7 +684,7 @@ func refAggregation(t *testing.T, keys []int64, start, end time.Time, fn string,
 		grp = "0::bigint"
 	}
 	q := fmt.Sprintf(`WITH x AS (
-		SELECT %s AS grp, ts, value FROM "values" WHERE variable_id = ANY($1) AND ts BETWEEN $2 AND $3
+		SELECT %s AS grp, ts, value FROM `+refValues+` WHERE variable_id = ANY($1) AND ts BETWEEN $2 AND $3
 	)
 	SELECT x.grp, %s, %s(x.value)::float8 FROM x GROUP BY x.grp`, grp, at, fn)
 	rows, err := env.DB.Pool.Query(context.Background(), q, keys, start, end)
