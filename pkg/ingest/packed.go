@@ -104,11 +104,11 @@ var unpackSQL = []string{
 	`INSERT INTO "values" (variable_id, ts, value, context, created_at)
 SELECT x.variable_id, x.ts, x.value, x.context, x.created_at
 FROM values_packed p
-JOIN unnest($1::bigint[], $2::timestamptz[]) AS w(variable_id, day) ON p.variable_id = w.variable_id AND p.day = w.day
+JOIN (SELECT DISTINCT * FROM unnest($1::bigint[], $2::timestamptz[])) AS w(variable_id, day) ON p.variable_id = w.variable_id AND p.day = w.day
 CROSS JOIN LATERAL packed_values(ARRAY[p.variable_id], p.day, p.day + INTERVAL '1 day' - INTERVAL '1 microsecond') x`,
 	`INSERT INTO ` + tiers.All[0].Table + ` (` + tileColumns + `)
 SELECT t.* FROM values_packed p
-JOIN unnest($1::bigint[], $2::timestamptz[]) AS w(variable_id, day) ON p.variable_id = w.variable_id AND p.day = w.day
+JOIN (SELECT DISTINCT * FROM unnest($1::bigint[], $2::timestamptz[])) AS w(variable_id, day) ON p.variable_id = w.variable_id AND p.day = w.day
 CROSS JOIN LATERAL (` + rawTileSQL(interval(tiers.All[0]), rowsSource,
 		`x.variable_id = p.variable_id AND x.ts >= p.day AND x.ts < p.day + INTERVAL '1 day'`) + `) t`,
 	`DELETE FROM values_packed p USING unnest($1::bigint[], $2::timestamptz[]) AS w(variable_id, day)

@@ -99,10 +99,10 @@ func (s *Store) Page(ctx context.Context, key int64, r Range, offset, limit int)
 const pageSQL = `SELECT value, (extract(epoch FROM ts) * 1000)::bigint, coalesce(context, '{}'), (extract(epoch FROM created_at) * 1000)::bigint
 FROM (
     (SELECT ts, value, context, created_at FROM "values"
-     WHERE variable_id = $1 AND ts BETWEEN $2 AND $3 ORDER BY ts DESC LIMIT $4 + $5)
+     WHERE variable_id = $1 AND ts BETWEEN $2 AND $3 ORDER BY ts DESC LIMIT $4::bigint + $5::bigint)
     UNION ALL
     SELECT ts, value, context, created_at
-    FROM packed_values(ARRAY[$1::bigint], greatest($2, packed_newest_day($1, $4 + $5, $3)), $3)
+    FROM packed_values(ARRAY[$1::bigint], greatest($2, packed_newest_day($1, $4::bigint + $5::bigint, $3)), $3)
 ) x
 ORDER BY ts DESC OFFSET $4 LIMIT $5`
 
