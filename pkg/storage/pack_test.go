@@ -164,11 +164,14 @@ func TestPackIsExactResumableAndGivesSpaceBack(t *testing.T) {
 type model map[int64]float64
 
 // TestWritesIntoPackedDaysProperty: seeded random writes of new dots, overwrites,
-// late data and range deletes on both sides of the window, with packing runs between
-// them; after each step the values list, the E7 statistics over random ranges, the
-// last value and the rollup tiers all agree with the model.
+// late data and range deletes on both sides of the window, through two instances, with
+// packing runs between them; after each step the values list, E7 statistics and E8
+// resamples (5-minute and hourly buckets) over random ranges, the last value and the
+// rollup tiers all agree with the model.
 func TestWritesIntoPackedDaysProperty(t *testing.T) {
-	c := env.Client(t).As(env.NewAccount(t))
+	token := env.NewAccount(t)
+	c := env.Client(t).As(token)
+	other := env.Instance(t).As(token) // a second instance: half the writes go through it
 	rng := rand.New(rand.NewPCG(20261126, 32))
 	now := time.Now().UTC()
 	first := now.Add(-12 * day).Truncate(day).UnixMilli()
@@ -183,7 +186,11 @@ func TestWritesIntoPackedDaysProperty(t *testing.T) {
 			m[x] = v
 			dots = append(dots, map[string]any{"timestamp": x, "value": v})
 		}
-		post(t, c, path, dots)
+		via := c
+		if rng.IntN(2) == 0 {
+			via = other
+		}
+		post(t, via, path, dots)
 	}
 	// a regular series first, so that packed days are full ones
 	var seed []int64
@@ -216,7 +223,7 @@ func TestWritesIntoPackedDaysProperty(t *testing.T) {
 		case 3: // delete a range: inside a day, or across several
 			from := first + rng.Int64N(span)
 			to := from + rng.Int64N([]int64{3_600_000, 3 * 86_400_000}[rng.IntN(2)])
-			if r := c.Delete(fmt.Sprintf("/api/v1.6/variables/%s/values/%d/%d", id, from, to)); r.Status != 204 {
+			if r := [2]*testenv.Client{c, other}[rng.IntN(2)].Delete(fmt.Sprintf("/api/v1.6/variables/%s/values/%d/%d", id, from, to)); r.Status != 204 {
 				t.Fatalf("delete: %d %s", r.Status, r.Body)
 			}
 			for x := range m {
@@ -288,6 +295,7 @@ func checkModel(t *testing.T, c *testenv.Client, rng *rand.Rand, step, id string
 		from := first + rng.Int64N(last-first)
 		to := from + rng.Int64N(last-from)
 		checkStatistics(t, c, step, id, m, from, to)
+		checkResample(t, c, step, id, m, from, to, []int64{5, 60}[rng.IntN(2)])
 	}
 	// the last value
 	v := c.Get("/api/v2.0/variables/" + id + "/").Object(t)["lastValue"].(map[string]any)
@@ -346,5 +354,67 @@ func checkStatistics(t *testing.T, c *testenv.Client, step, id string, m model, 
 		num("first") != firstV || num("last") != lastV {
 		t.Fatalf("%s: statistics over %d..%d: %v; the model n %d sum %v min %v max %v first %v last %v",
 			step, from, to, res, n, sum, lo, hi, firstV, lastV)
+	}
+}
+
+// checkResample compares E8's mean over [from, to] in buckets of n minutes (UTC, from
+// the midnight of the first value in range, as pandas' origin='start_day') with the
+// model: every bucket from the first to the last non-empty one, newest first, null
+// when empty.
+func checkResample(t *testing.T, c *testenv.Client, step, id string, m model, from, to, minutes int64) {
+	t.Helper()
+	width := minutes * 60_000
+	sums, counts := map[int64]float64{}, map[int64]int{}
+	var earliest int64 = math.MaxInt64
+	for ts := range m {
+		if ts >= from && ts <= to {
+			earliest = min(earliest, ts)
+		}
+	}
+	var want [][2]any
+	if earliest != math.MaxInt64 {
+		origin := earliest - earliest%86_400_000
+		lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
+		for ts, v := range m {
+			if ts < from || ts > to {
+				continue
+			}
+			b := origin + (ts-origin)/width*width
+			sums[b] += v
+			counts[b]++
+			lo, hi = min(lo, b), max(hi, b)
+		}
+		for b := hi; b >= lo; b -= width {
+			if counts[b] == 0 {
+				want = append(want, [2]any{b, nil})
+				continue
+			}
+			want = append(want, [2]any{b, sums[b] / float64(counts[b])})
+		}
+	}
+	r := c.Post("/api/v1.6/data/stats/resample/", map[string]any{"variables": []string{id}, "aggregation": "mean",
+		"period": fmt.Sprintf("%dT", minutes), "start": from, "end": to})
+	if r.Status != 200 {
+		t.Fatalf("%s: resample: %d %s", step, r.Status, r.Body)
+	}
+	var body struct {
+		Results [][][2]*float64 `json:"results"`
+	}
+	if err := json.Unmarshal(r.Body, &body); err != nil || len(body.Results) != 1 {
+		t.Fatalf("%s: resample: %v %s", step, err, r.Body)
+	}
+	got := body.Results[0]
+	if len(got) != len(want) {
+		t.Fatalf("%s: resample %dT over %d..%d: %d buckets, the model %d", step, minutes, from, to, len(got), len(want))
+	}
+	for i, g := range got {
+		w := want[i]
+		if g[0] == nil || int64(*g[0]) != w[0].(int64) {
+			t.Fatalf("%s: resample bucket %d labelled %v, the model %v", step, i, g[0], w[0])
+		}
+		wv, ok := w[1].(float64)
+		if (g[1] == nil) != !ok || ok && math.Abs(*g[1]-wv) > 1e-9*max(1, math.Abs(wv)) {
+			t.Fatalf("%s: resample %dT bucket %d (%v): %v, the model %v", step, minutes, i, w[0], g[1], w[1])
+		}
 	}
 }
