@@ -21,6 +21,7 @@ import (
 	"github.com/sensordata/sensorapi/pkg/notify"
 	"github.com/sensordata/sensorapi/pkg/retention"
 	"github.com/sensordata/sensorapi/pkg/store"
+	"github.com/sensordata/sensorapi/pkg/synthetic"
 )
 
 // Instance is what one instance keeps between requests, shared by HTTP and MQTT: the
@@ -66,6 +67,11 @@ func Start(ctx context.Context, db *store.DB, cfg config.Config, log *slog.Logge
 	}
 	go in.Budget.Run(ctx)
 	in.Ingest = in.newPipeline()
+	in.Synthetic = synthetic.NewUpkeep(db.Pool, log, in.Metrics.Registry)
+	in.Ingest.Follow(in.Synthetic)
+	in.Invalidations.On("synthetic", func(cache.Invalidation) { in.Synthetic.Invalidated() })
+	in.Listener.OnReset(in.Synthetic.Invalidated)
+	go in.Synthetic.Run(ctx)
 	// a gap in notifications may have hidden any change: forget everything
 	in.Listener.OnReset(in.Tokens.Purge)
 	in.Listener.OnReset(in.Ingest.Purge)
