@@ -78,7 +78,7 @@ func (s *Store) PackDay(ctx context.Context, variable int64, day time.Time) (boo
 		}
 		// a packed row for the day already (a writer never leaves one beside rows; a
 		// day packed by hand might): merge it in
-		if err := unpackDays(ctx, tx, []int64{variable}, []time.Time{day}); err != nil {
+		if err := unpackDays(ctx, execIn(tx), []int64{variable}, []time.Time{day}); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, packDaySQL, variable, day); err != nil {
@@ -116,13 +116,28 @@ WHERE p.variable_id = w.variable_id AND p.day = w.day`,
 }
 
 // unpackDays moves those of the (variable, day) pairs that are packed back into rows.
-func unpackDays(ctx context.Context, tx pgx.Tx, vars []int64, days []time.Time) error {
+func unpackDays(ctx context.Context, exec Exec, vars []int64, days []time.Time) error {
 	for _, q := range unpackSQL {
-		if _, err := tx.Exec(ctx, q, vars, days); err != nil {
+		if err := exec(ctx, q, vars, days); err != nil {
 			return fmt.Errorf("unpack: %w", err)
 		}
 	}
 	return nil
+}
+
+// ClearPacked prepares a variable's values in [from, to] (ms, inclusive) for a writer
+// that deletes and rewrites them as rows: the packed days inside the range are deleted
+// and the (at most two) packed days it cuts are unpacked, in the caller's transaction
+// (the synthetic variables' upkeep; Store.Delete). The caller holds the variable's row
+// lock.
+func ClearPacked(ctx context.Context, exec Exec, key, from, to int64) error {
+	start, end := time.UnixMilli(from).UTC(), time.UnixMilli(to).UTC()
+	if err := exec(ctx, `DELETE FROM values_packed
+		WHERE variable_id = $1 AND day >= $2 AND day + INTERVAL '1 day' - INTERVAL '1 microsecond' <= $3`,
+		key, start, end); err != nil {
+		return fmt.Errorf("delete packed days: %w", err)
+	}
+	return unpackDays(ctx, exec, []int64{key, key}, []time.Time{Day(start), Day(end)})
 }
 
 // lockVariablesSQL takes the variables' rows in key order (after their devices').
@@ -156,7 +171,7 @@ func unpackOld(ctx context.Context, tx pgx.Tx, rows []row, t targets) error {
 	if _, err := tx.Exec(ctx, lockVariablesSQL, vars); err != nil {
 		return fmt.Errorf("lock variables: %w", err)
 	}
-	return unpackDays(ctx, tx, vars, days)
+	return unpackDays(ctx, execIn(tx), vars, days)
 }
 
 // restoreMinutesSQL gives the packed days in [$1, $2) their minute tiles back, from

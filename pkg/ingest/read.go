@@ -125,7 +125,7 @@ func (s *Store) Delete(ctx context.Context, key int64, r Range) error {
 		if _, err := tx.Exec(ctx, `SELECT FROM variables WHERE id = $1 FOR NO KEY UPDATE`, key); err != nil {
 			return fmt.Errorf("lock variable: %w", err)
 		}
-		if err := deletePacked(ctx, tx, key, start, end); err != nil {
+		if err := ClearPacked(ctx, execIn(tx), key, start.UnixMilli(), end.UnixMilli()); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, `DELETE FROM "values" WHERE variable_id = $1 AND ts BETWEEN $2 AND $3`,
@@ -160,17 +160,6 @@ SET (last_value, last_value_ts, last_value_context, last_value_created) = (
          ORDER BY ts DESC LIMIT 1)
     ) x ORDER BY ts DESC LIMIT 1)
 WHERE id = $1`
-
-// deletePacked removes the packed days inside [start, end] and unpacks the (at most
-// two) packed days it cuts, whose remaining rows the caller's delete then trims.
-func deletePacked(ctx context.Context, tx pgx.Tx, key int64, start, end time.Time) error {
-	if _, err := tx.Exec(ctx, `DELETE FROM values_packed
-		WHERE variable_id = $1 AND day >= $2 AND day + INTERVAL '1 day' - INTERVAL '1 microsecond' <= $3`,
-		key, start, end); err != nil {
-		return fmt.Errorf("delete packed days: %w", err)
-	}
-	return unpackDays(ctx, tx, []int64{key, key}, []time.Time{Day(start), Day(end)})
-}
 
 // Statistic computes one aggregate over the range (count and sum are 0, the others
 // null, without data) from the rollup tiers and the raw values at the range's edges,
