@@ -418,3 +418,62 @@ func checkResample(t *testing.T, c *testenv.Client, step, id string, m model, fr
 		}
 	}
 }
+
+// TestPackKeepsEveryBitPattern: values are packed and read back bit for bit: −0,
+// subnormals, ±max, ±Inf (a value loaded by hand; the API refuses them) and 20,000
+// seeded random bit patterns (NaN aside). A day holding a timestamp with a microsecond
+// part is left as rows (the packed layout keeps milliseconds), the others are packed.
+func TestPackKeepsEveryBitPattern(t *testing.T) {
+	ctx := context.Background()
+	s := env.Seed(t, env.NewAccount(t), "bits", "v", nil)
+	special := []float64{math.Copysign(0, -1), 0, math.SmallestNonzeroFloat64, -math.SmallestNonzeroFloat64,
+		2.2250738585072009e-308, math.MaxFloat64, -math.MaxFloat64, math.Inf(1), math.Inf(-1), math.Nextafter(1, 2), 1e-310}
+	rng := rand.New(rand.NewPCG(32, 64))
+	values := special
+	for len(values) < 20_000 {
+		if f := math.Float64frombits(rng.Uint64()); !math.IsNaN(f) {
+			values = append(values, f)
+		}
+	}
+	day0 := time.Date(1995, 6, 1, 0, 0, 0, 0, time.UTC)
+	ts := make([]time.Time, len(values))
+	for i := range ts { // two days at ~8.6 s, irregular milliseconds
+		ts[i] = day0.Add(time.Duration(i)*8640*time.Millisecond + time.Duration(rng.IntN(999))*time.Millisecond)
+	}
+	fine := day0.Add(3*day + 123456*time.Microsecond) // a third day: one timestamp with µs
+	ts, values = append(ts, fine, day0.Add(3*day+time.Hour)), append(values, 1.5, 2.5)
+	if _, err := env.DB.Pool.Exec(ctx, `INSERT INTO "values" (variable_id, ts, value)
+		SELECT $1, t, v FROM unnest($2::timestamptz[], $3::float8[]) AS u(t, v)`, s.VariableKey, ts, values); err != nil {
+		t.Fatal(err)
+	}
+	bits := func() map[time.Time]uint64 {
+		out := map[time.Time]uint64{}
+		for _, d := range bothLayouts(t, s.VariableKey) {
+			out[d.TS] = math.Float64bits(d.Value)
+		}
+		return out
+	}
+	before := bits()
+	st := &ingest.Store{Pool: env.DB.Pool}
+	for d := day0; d.Before(day0.Add(4 * day)); d = d.Add(day) {
+		ok, err := st.PackDay(ctx, s.VariableKey, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := d.Before(day0.Add(2 * day)); ok != want { // day 3 is empty, day 4 has a µs timestamp
+			t.Errorf("day %s packed %v, want %v", d.Format(time.DateOnly), ok, want)
+		}
+	}
+	after := bits()
+	if len(after) != len(before) || len(before) != len(values) {
+		t.Fatalf("%d values after packing, %d before, %d written", len(after), len(before), len(values))
+	}
+	for at, b := range before {
+		if after[at] != b {
+			t.Fatalf("value at %s: bits %016x after packing, %016x before", at.Format(time.RFC3339Nano), after[at], b)
+		}
+	}
+	if n := count(t, `SELECT count(*) FROM "values" WHERE variable_id = $1`, s.VariableKey); n != 2 {
+		t.Errorf("%d rows left, want the 2 of the day with a µs timestamp", n)
+	}
+}
