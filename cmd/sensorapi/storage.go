@@ -36,6 +36,7 @@ Examples:
 func storageCmd(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("storage", flag.ContinueOnError)
 	after := fs.String("after", "", "pack days older than this (default: SENSORAPI_PACK_AFTER, or 2d)")
+	workers := fs.Int("workers", storage.DefaultWorkers, "days packed at once (database backends)")
 	fs.Usage = func() { fmt.Fprint(fs.Output(), storageUsage); fs.PrintDefaults() }
 	sub := ""
 	if len(args) > 0 {
@@ -63,7 +64,7 @@ func storageCmd(ctx context.Context, args []string) error {
 	}
 	defer func() { _ = db.Close() }()
 	if sub == "pack" {
-		return packNow(ctx, db.Pool, cfg.PackAfter)
+		return packNow(ctx, db.Pool, cfg.PackAfter, *workers)
 	}
 	r, err := storage.Measure(ctx, db.Pool)
 	if err != nil {
@@ -73,17 +74,18 @@ func storageCmd(ctx context.Context, args []string) error {
 }
 
 // packNow runs the packer once and says what it did.
-func packNow(ctx context.Context, pool *pgxpool.Pool, after time.Duration) error {
+func packNow(ctx context.Context, pool *pgxpool.Pool, after time.Duration, workers int) error {
 	if after == 0 {
 		after = config.DefaultPackAfter // SENSORAPI_PACK_AFTER=off stops the job, not this command
 	}
-	p := &storage.Packer{Store: &ingest.Store{Pool: pool}, After: after, Log: slog.Default()}
+	p := &storage.Packer{Store: &ingest.Store{Pool: pool}, After: after, Log: slog.Default(), Workers: workers}
 	start := time.Now()
 	res, err := p.Run(ctx)
 	if err != nil {
 		return err
 	}
-	fmt.Printf("packed %d days (%d left as rows: timestamps finer than a millisecond), dropped %d emptied chunks in %s\n",
-		res.Days, res.Skipped, len(res.Chunks), time.Since(start).Round(time.Millisecond))
+	took := time.Since(start)
+	fmt.Printf("packed %d days (%d points, %.0f points/s; %d left as rows: timestamps finer than a millisecond), dropped %d emptied chunks in %s\n",
+		res.Days, res.Points, float64(res.Points)/took.Seconds(), res.Skipped, len(res.Chunks), took.Round(time.Millisecond))
 	return nil
 }

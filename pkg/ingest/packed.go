@@ -57,11 +57,11 @@ FROM line
 GROUP BY n, ts_base, ts_step, created_base, created_step`
 
 // PackDay packs one (variable, day) in a transaction of its own, under the variable's
-// row lock (writers take it before they look for packed days): it reports false, and
-// changes nothing, when the day has no rows or a timestamp finer than a millisecond
-// (loaded by hand: the packed layout keeps milliseconds).
-func (s *Store) PackDay(ctx context.Context, variable int64, day time.Time) (bool, error) {
-	packed := false
+// row lock (writers take it before they look for packed days), and returns how many
+// values it packed: 0, and nothing changed, when the day has no rows or a timestamp
+// finer than a millisecond (loaded by hand: the packed layout keeps milliseconds).
+func (s *Store) PackDay(ctx context.Context, variable int64, day time.Time) (int, error) {
+	packed := 0
 	err := pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT FROM variables WHERE id = $1 FOR NO KEY UPDATE`, variable); err != nil {
 			return fmt.Errorf("lock variable: %w", err)
@@ -89,11 +89,11 @@ func (s *Store) PackDay(ctx context.Context, variable int64, day time.Time) (boo
 			variable, day); err != nil {
 			return fmt.Errorf("drop minute tiles: %w", err)
 		}
-		packed = true
+		packed = rows
 		return nil
 	})
 	if err != nil {
-		return false, fmt.Errorf("pack variable %d day %s: %w", variable, day.Format(time.DateOnly), err)
+		return 0, fmt.Errorf("pack variable %d day %s: %w", variable, day.Format(time.DateOnly), err)
 	}
 	return packed, nil
 }

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/sensordata/sensorapi/pkg/ingest"
 	"github.com/sensordata/sensorapi/pkg/tiers"
@@ -29,11 +31,19 @@ type Packer struct {
 	Store *ingest.Store
 	After time.Duration
 	Log   *slog.Logger
+	// Workers is how many days are packed at once (at least 1): the database's cores
+	// are the limit (docs/storage.md).
+	Workers int
 }
+
+// DefaultWorkers is how many days `sensorapi storage pack` packs at once; serve's
+// hourly job packs one at a time, beside the writers.
+const DefaultWorkers = 2
 
 // PackResult is what one run did.
 type PackResult struct {
 	Days, Skipped int      // (variable, day) units packed, and left as rows (sub-ms timestamps)
+	Points        int64    // values packed
 	Chunks        []string // emptied chunks dropped
 }
 
@@ -66,16 +76,8 @@ func (p *Packer) Run(ctx context.Context) (PackResult, error) {
 	if err != nil {
 		return res, err
 	}
-	for _, u := range units {
-		ok, err := p.Store.PackDay(ctx, u.variable, u.day)
-		if err != nil {
-			return res, err
-		}
-		if ok {
-			res.Days++
-		} else {
-			res.Skipped++
-		}
+	if err := p.packAll(ctx, units, &res); err != nil {
+		return res, err
 	}
 	for _, table := range []string{`"values"`, tiers.All[0].Table} {
 		dropped, err := dropEmptyChunks(ctx, p.Store.Pool, table, cutoff)
@@ -85,6 +87,32 @@ func (p *Packer) Run(ctx context.Context) (PackResult, error) {
 		res.Chunks = append(res.Chunks, dropped...)
 	}
 	return res, nil
+}
+
+// packAll packs the units, Workers at a time (the database does the work: one
+// backend per worker).
+func (p *Packer) packAll(ctx context.Context, units []unit, res *PackResult) error {
+	var packed, skipped, points atomic.Int64
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(max(p.Workers, 1))
+	for _, u := range units {
+		g.Go(func() error {
+			n, err := p.Store.PackDay(gctx, u.variable, u.day)
+			switch {
+			case err != nil:
+				return err
+			case n > 0:
+				packed.Add(1)
+				points.Add(int64(n))
+			default:
+				skipped.Add(1)
+			}
+			return nil
+		})
+	}
+	err := g.Wait()
+	res.Days, res.Skipped, res.Points = int(packed.Load()), int(skipped.Load()), points.Load()
+	return err
 }
 
 // ErrPackerBusy: another instance is packing now.
