@@ -250,6 +250,19 @@ func (b span) where(col string) sq.Sqlizer {
 	return sq.ConcatExpr(parts...)
 }
 
+// packed is the span as packed_values' bounds (raw values are rows or packed days,
+// docs/queries.md "Packed days").
+func (b span) packed() sq.Sqlizer {
+	lo, hi := sq.Sqlizer(sq.Expr("'-infinity'::timestamptz")), sq.Sqlizer(sq.Expr("'infinity'::timestamptz"))
+	if b.lo != nil {
+		lo = sq.ConcatExpr(b.lo, "::timestamptz")
+	}
+	if b.hi != nil {
+		hi = sq.ConcatExpr(b.hi, "::timestamptz")
+	}
+	return sq.ConcatExpr(lo, ", ", hi)
+}
+
 type synthCompiler struct{ alias int }
 
 func (c *synthCompiler) next(prefix string) string {
@@ -264,7 +277,11 @@ func (c *synthCompiler) next(prefix string) string {
 func (c *synthCompiler) series(e *Expr, b span) (sq.Sqlizer, error) {
 	switch {
 	case e.Kind == ExprRef:
-		return sq.ConcatExpr(`SELECT ts, value FROM "values" WHERE variable_id = `, refKey(e.Ref), ` AND `, b.where("ts")), nil
+		// OFFSET 0 keeps the expression's filters out of this scan: pushed down, PostgreSQL
+		// may evaluate one (e.g. value * 2, which raises an error on overflow) on other
+		// variables' rows before the key's condition has dropped them
+		return sq.ConcatExpr(`SELECT ts, value FROM "values" WHERE variable_id = `, refKey(e.Ref), ` AND `, b.where("ts"), `
+UNION ALL SELECT ts, value FROM packed_values(ARRAY[`, refKey(e.Ref), `], `, b.packed(), `) OFFSET 0`), nil
 	case e.IsWindow():
 		return c.window(e, b)
 	case e.Kind == ExprCall && Functions[e.Op].Kind == FuncSeries:

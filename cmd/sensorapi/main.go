@@ -24,7 +24,7 @@ Usage:
   sensorapi synthetic check                compare every synthetic variable with a recomputation (exit 1 if one differs)
   sensorapi rollups rebuild|check         recompute the minute rollups from the values, or compare them
   sensorapi retention run                  drop raw and rollup chunks past their retention, now (see retention --help)
-  sensorapi storage report                 bytes per stored point, per table (raw values, rollup tiers)
+  sensorapi storage report|pack            bytes per stored point per table; pack old days now (see storage --help)
   sensorapi healthcheck                    exit 0 when the local server answers /healthz (container health checks)
   sensorapi help                           this text
 

@@ -23,7 +23,7 @@ func main() {
 	year := flag.Int("series-points", 10_512_000, "points of the analytics series (a year at 3 s)")
 	fleet := flag.Duration("fleet-duration", 20*time.Second, "how long each side of the fleet benchmark runs")
 	tiersScale := flag.Float64("tiers-scale", 1, "fraction of the tiers workload's week and year to load (for a quick trial)")
-	only := flag.String("only", "", "run one workload: ingest, fleet, mqtt, analytics or tiers (default: all)")
+	only := flag.String("only", "", "run one workload: ingest, fleet, mqtt, analytics, storage or tiers (default: all)")
 	ceilingMode := flag.Bool("ceiling", false, "serve the fleet's parse-and-discard ceiling (run by the fleet benchmark itself)")
 	flag.Parse()
 	if *ceilingMode {
@@ -60,6 +60,11 @@ func run(ctx context.Context, only string, ingestDots, seriesPoints int, fleet t
 	}
 	if only == "" || only == "analytics" {
 		if err := benchAnalytics(ctx, h, seriesPoints); err != nil {
+			return err
+		}
+	}
+	if only == "" || only == "storage" {
+		if err := benchStorage(ctx, h); err != nil {
 			return err
 		}
 	}

@@ -43,6 +43,11 @@ type Config struct {
 	// WriteStopSize (SENSORAPI_WRITE_STOP_SIZE, bytes; 0: none): past it writes are
 	// refused with 507 while reads, deletes and retention go on (pkg/budget).
 	WriteStopSize int64
+
+	// PackAfter (SENSORAPI_PACK_AFTER, a duration such as 2d; "off": 0) is the
+	// late-data window: `serve` packs the raw values of every day older than it
+	// (pkg/storage, docs/operations.md "Storage per point"). At least 1d.
+	PackAfter time.Duration
 }
 
 // Retention is how long data is kept (API.md §16, docs/operations.md "Retention");
@@ -97,6 +102,9 @@ func FromEnv() (Config, error) {
 	c.Addr = getenv("SENSORAPI_ADDR", c.Addr)
 	c.AdminToken = os.Getenv("SENSORAPI_ADMIN_TOKEN")
 	c.PprofAddr = os.Getenv("SENSORAPI_PPROF_ADDR")
+	if err := c.packAfterFromEnv(); err != nil {
+		return c, err
+	}
 	c.DataVolume = getenv("SENSORAPI_DATA_VOLUME", c.DataVolume)
 	c.PublicURL = strings.TrimRight(os.Getenv("SENSORAPI_PUBLIC_URL"), "/")
 	if v, ok := os.LookupEnv("SENSORAPI_MQTT_ADDR"); ok {
@@ -190,6 +198,32 @@ func orForever(v string) string {
 		return "forever"
 	}
 	return v
+}
+
+// DefaultPackAfter is the late-data window when SENSORAPI_PACK_AFTER is not set.
+const DefaultPackAfter = 48 * time.Hour
+
+// packAfterFromEnv reads SENSORAPI_PACK_AFTER: a window of at least a day (writers
+// look for packed days only among dots older than a day), or off.
+func (c *Config) packAfterFromEnv() error {
+	v := strings.TrimSpace(os.Getenv("SENSORAPI_PACK_AFTER"))
+	switch v {
+	case "":
+		c.PackAfter = DefaultPackAfter
+		return nil
+	case "off":
+		c.PackAfter = 0
+		return nil
+	}
+	d, err := ParseRetention(v)
+	if err == nil && d < 24*time.Hour {
+		err = fmt.Errorf("want at least 1d (writers look for packed days only among values older than a day), got %q", v)
+	}
+	if err != nil {
+		return fmt.Errorf("SENSORAPI_PACK_AFTER: %w", err)
+	}
+	c.PackAfter = d
+	return nil
 }
 
 // retentionUnits are the units of ParseRetention.

@@ -12,19 +12,21 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// Tables are the hypertables that hold values, finest first.
-var Tables = []string{"values", "value_minutes", "value_quarters", "value_days"}
+// Tables are the hypertables that hold values: raw values in rows and packed (one
+// row per variable and day), then the rollup tiers, finest first.
+var Tables = []string{"values", "values_packed", "value_minutes", "value_quarters", "value_days"}
 
 // Table is what one table occupies.
 type Table struct {
 	Name                    string
-	Rows                    int64
+	Rows                    int64 // rows of the table
+	Points                  int64 // raw values it holds (the two raw layouts)
 	Heap, Index, Toast, All int64 // bytes
 }
 
 // Report is the space of every table holding values against the raw points stored.
 type Report struct {
-	Points int64 // raw values
+	Points int64 // raw values, both layouts
 	Tables []Table
 }
 
@@ -46,10 +48,10 @@ func (r Report) PerPoint(bytes int64) float64 {
 }
 
 // tableSQL sums a hypertable's chunks (hypertable_detailed_size) and counts its rows
-// exactly: the report is an operator's measurement, not a dashboard's estimate.
-const tableSQL = `SELECT s.table_bytes, s.index_bytes, s.toast_bytes, s.total_bytes,
-	(SELECT count(*) FROM %s)
-FROM hypertable_detailed_size(%s::regclass) s`
+// and raw points exactly: the report is an operator's measurement, not a dashboard's
+// estimate.
+const tableSQL = `SELECT s.table_bytes, s.index_bytes, s.toast_bytes, s.total_bytes, c.rows, c.points
+FROM hypertable_detailed_size(%s::regclass) s, (SELECT count(*), %s FROM %s) c(rows, points)`
 
 // Measure reads the size and rows of every table in Tables.
 func Measure(ctx context.Context, pool *pgxpool.Pool) (Report, error) {
@@ -57,13 +59,18 @@ func Measure(ctx context.Context, pool *pgxpool.Pool) (Report, error) {
 	for _, name := range Tables {
 		t := Table{Name: name}
 		quoted := `"` + name + `"`
-		q := fmt.Sprintf(tableSQL, quoted, "'"+quoted+"'")
-		if err := pool.QueryRow(ctx, q).Scan(&t.Heap, &t.Index, &t.Toast, &t.All, &t.Rows); err != nil {
+		points := "0::bigint"
+		switch name {
+		case "values":
+			points = "count(*)"
+		case "values_packed":
+			points = "coalesce(sum(n), 0)::bigint"
+		}
+		q := fmt.Sprintf(tableSQL, "'"+quoted+"'", points, quoted)
+		if err := pool.QueryRow(ctx, q).Scan(&t.Heap, &t.Index, &t.Toast, &t.All, &t.Rows, &t.Points); err != nil {
 			return Report{}, fmt.Errorf("measure %s: %w", name, err)
 		}
-		if name == "values" {
-			r.Points = t.Rows
-		}
+		r.Points += t.Points
 		r.Tables = append(r.Tables, t)
 	}
 	return r, nil
@@ -72,12 +79,12 @@ func Measure(ctx context.Context, pool *pgxpool.Pool) (Report, error) {
 // Print writes the report as a table: bytes per raw point of each part.
 func (r Report) Print(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "table\trows\theap B/pt\tindex B/pt\ttoast B/pt\ttotal B/pt\ttotal MiB\t\n")
+	fmt.Fprintf(tw, "table\trows\tpoints\theap B/pt\tindex B/pt\ttoast B/pt\ttotal B/pt\ttotal MiB\t\n")
 	for _, t := range r.Tables {
-		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t\n", t.Name, t.Rows,
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t\n", t.Name, t.Rows, t.Points,
 			r.PerPoint(t.Heap), r.PerPoint(t.Index), r.PerPoint(t.Toast), r.PerPoint(t.All), mib(t.All))
 	}
-	fmt.Fprintf(tw, "all\t%d points\t\t\t\t%.1f\t%.1f\t\n", r.Points, r.PerPoint(r.Total()), mib(r.Total()))
+	fmt.Fprintf(tw, "all\t\t%d\t\t\t\t%.1f\t%.1f\t\n", r.Points, r.PerPoint(r.Total()), mib(r.Total()))
 	return tw.Flush()
 }
 

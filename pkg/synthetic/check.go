@@ -55,10 +55,11 @@ func Check(ctx context.Context, pool *pgxpool.Pool, only []int64, limit int) ([]
 			}
 			q.SQL = `SELECT round(date_part('epoch', coalesce(c.ts, s.ts)) * 1000)::bigint, s.value, c.value
 FROM (` + q.SQL + `) c
-FULL JOIN (SELECT ts, value FROM "values" WHERE variable_id = ?::bigint) s ON s.ts = c.ts
+FULL JOIN (SELECT ts, value FROM "values" WHERE variable_id = ?::bigint
+           UNION ALL SELECT ts, value FROM packed_values(ARRAY[?::bigint], '-infinity', 'infinity')) s ON s.ts = c.ts
 WHERE c.ts IS NULL OR s.ts IS NULL OR abs(c.value - s.value) > ? * greatest(1, abs(c.value))
 ORDER BY 1 LIMIT ?`
-			q.Args = append(q.Args, d.Key, Tolerance, limit)
+			q.Args = append(q.Args, d.Key, d.Key, Tolerance, limit)
 			stmt, err := dollar(q)
 			if err != nil {
 				return err

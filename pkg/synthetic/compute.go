@@ -149,6 +149,10 @@ func Replace(ctx context.Context, tx Tx, d *Definition, from, to int64) error {
 		return err
 	}
 	lo, hi := time.UnixMilli(from).UTC(), time.UnixMilli(to).UTC()
+	exec := func(ctx context.Context, sql string, args ...any) error { return tx.Exec(ctx, sql, args...) }
+	if err := ingest.ClearPacked(ctx, exec, d.Key, from, to); err != nil { // the range as rows only
+		return fmt.Errorf("synthetic %d: %w", d.Key, err)
+	}
 	if from == 0 && to == MaxTimestamp {
 		err = tx.Exec(ctx, `DELETE FROM "values" WHERE variable_id = $1`, d.Key)
 	} else {
@@ -168,15 +172,20 @@ SELECT ?::bigint, c.ts, c.value FROM (
 	if err := tx.Exec(ctx, stmt, ins.Args...); err != nil {
 		return fmt.Errorf("synthetic %d: compute values: %w", d.Key, err)
 	}
-	exec := func(ctx context.Context, sql string, args ...any) error { return tx.Exec(ctx, sql, args...) }
 	return ingest.RetileRange(ctx, exec, d.Key, from, to)
 }
 
-// lastValueSQL recomputes a variable's lastValue from its values and returns the
+// lastValueSQL recomputes a variable's lastValue from its values (rows and packed
+// days) and returns the
 // last-value notification (ingest's payload) when it moved, else NULL.
 const lastValueSQL = `UPDATE variables v
 SET (last_value, last_value_ts, last_value_context, last_value_created) =
-    (SELECT value, ts, context, created_at FROM "values" WHERE variable_id = v.id ORDER BY ts DESC LIMIT 1),
+    (SELECT value, ts, context, created_at FROM (
+        (SELECT value, ts, context, created_at FROM "values" WHERE variable_id = v.id ORDER BY ts DESC LIMIT 1)
+        UNION ALL
+        (SELECT value, ts, context, created_at FROM packed_values(ARRAY[v.id], packed_newest_day(v.id, 1, 'infinity'), 'infinity')
+         ORDER BY ts DESC LIMIT 1)
+    ) newest ORDER BY ts DESC LIMIT 1),
     last_activity = now()
 FROM devices d, (SELECT last_value AS value, last_value_ts AS ts FROM variables WHERE id = $1) o
 WHERE v.id = $1 AND d.id = v.device_id

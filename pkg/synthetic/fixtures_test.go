@@ -58,7 +58,9 @@ func mustStatus(t *testing.T, r testenv.Response, status int) map[string]any {
 func storedValues(t *testing.T, key int64) [][2]float64 {
 	t.Helper()
 	rows, err := env.DB.Pool.Query(context.Background(),
-		`SELECT round(date_part('epoch', ts) * 1000)::bigint, value FROM "values" WHERE variable_id = $1 ORDER BY ts`, key)
+		`SELECT round(date_part('epoch', ts) * 1000)::bigint, value FROM (
+			SELECT ts, value FROM "values" WHERE variable_id = $1
+			UNION ALL SELECT ts, value FROM packed_values(ARRAY[$1::bigint], '-infinity', 'infinity')) x ORDER BY ts`, key)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sensordata/sensorapi/pkg/ingest"
+	"github.com/sensordata/sensorapi/pkg/storage"
 	"github.com/sensordata/sensorapi/pkg/synthetic"
 	"github.com/sensordata/sensorapi/pkg/testenv"
 )
@@ -17,7 +19,9 @@ import (
 // into closed windows), range deletes and expression changes, sent through two
 // instances of the service on one database, several at once. After each quiescence
 // every synthetic variable's stored values must equal the recomputation from its
-// inputs (synthetic.Check: timestamps exactly, values within 1e-9).
+// inputs (synthetic.Check: timestamps exactly, values within 1e-9). Every other round
+// the packer runs beside the writers (issue 32): inputs and synthetic values move into
+// packed days and back as writes reach them.
 func TestPropertyTwoInstances(t *testing.T) {
 	tok := env.NewAccount(t)
 	c1, c2 := env.Client(t).As(tok), env.Instance(t).As(tok)
@@ -101,6 +105,16 @@ func TestPropertyTwoInstances(t *testing.T) {
 				}
 			}()
 		}
+		if round%2 == 1 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				p := storage.Packer{Store: &ingest.Store{Pool: env.DB.Pool}, After: 2 * 24 * time.Hour, Log: env.Log}
+				if _, err := p.Run(ctx); err != nil {
+					errs <- "pack: " + err.Error()
+				}
+			}()
+		}
 		wg.Wait()
 		close(errs)
 		for e := range errs {
@@ -122,7 +136,11 @@ func TestPropertyTwoInstances(t *testing.T) {
 			t.Fatalf("checked %d variables", len(checked))
 		}
 	}
-	// the values are not trivially empty
+	// the values are not trivially empty, and some are packed
+	var packed int
+	if err := env.DB.Pool.QueryRow(ctx, `SELECT count(*) FROM values_packed WHERE variable_id = ANY($1)`, keys).Scan(&packed); err != nil || packed == 0 {
+		t.Fatalf("%d packed days of synthetic variables (%v): packing was not exercised", packed, err)
+	}
 	for _, k := range keys {
 		if n := len(storedValues(t, k)); n == 0 {
 			t.Fatalf("variable %d holds no value", k)
