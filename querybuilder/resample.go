@@ -103,7 +103,7 @@ func lastPoints(cols []string) sq.Sqlizer {
          LIMIT 100)
         UNION ALL
         SELECT ` + rawColumns("", cols) + `
-        FROM packed_values(ARRAY[v.id], packed_newest_day(v.id, 100, 'infinity'), 'infinity')
+        FROM packed_dots(packed_newest_day(v.id, 100, 'infinity'), 'infinity') WHERE variable_id = v.id
       ) both_layouts
       ORDER BY ts DESC
       LIMIT 100
@@ -132,7 +132,7 @@ func joinOrd(rows sq.Sqlizer) sq.Sqlizer {
 	return sq.ConcatExpr("  SELECT vars.ord, p.*\n  FROM vars\n  JOIN (\n", rows, "\n  ) p ON p.variable_id = vars.id")
 }
 
-// packedRange is the range rule's bounds as packed_values' first and last.
+// packedRange is the range rule's bounds as packed_dots' first and last.
 func packedRange(start, end *time.Time) sq.Sqlizer {
 	return sq.ConcatExpr(packedFirst(start), ", ", packedLast(end))
 }
@@ -167,7 +167,9 @@ func inRange(col string, start, end *time.Time) sq.Sqlizer {
 
 // earliest is the earliest point in range among the variables: per variable one index
 // probe of the raw values (LIMIT 1 on (variable_id, ts)), the first two packed days in
-// range (the range may start after the first one's last dot), and one of the minute tier
+// range (their first dot, ts_base, unless the range starts inside the day: then that
+// day's dots from the start; the second day covers a first one with none left), and
+// one of the minute tier
 // over the cover's whole minutes (their first dots: the only trace of values that
 // retention removed), so that finding the grid origin does not read the points and
 // pts stays a single-use CTE that PostgreSQL inlines into the aggregation. Without a
@@ -180,10 +182,13 @@ func earliest(start, end *time.Time, c *cover) sq.Sqlizer {
     (SELECT ts FROM "values" WHERE variable_id = vars.id AND `, inRange("ts", start, end), `
     ORDER BY ts LIMIT 1)
     UNION ALL
-    (SELECT min(x.ts) FROM (SELECT day FROM values_packed WHERE variable_id = vars.id AND day >= time_bucket(INTERVAL '1 day', `,
-		packedFirst(start), `) AND day <= `, packedLast(end), ` ORDER BY day LIMIT 2) d
-     CROSS JOIN LATERAL packed_values(ARRAY[vars.id], greatest(d.day, `, packedFirst(start), `),
-         least(d.day + INTERVAL '1 day' - INTERVAL '1 microsecond', `, packedLast(end), `)) x)
+    (SELECT min(CASE WHEN p.ts_base >= `, packedFirst(start), ` THEN p.ts_base ELSE
+         (SELECT min(x.ts) FROM packed_dots(`, packedFirst(start), `, least(p.day + INTERVAL '1 day' - INTERVAL '1 microsecond', `,
+		packedLast(end), `)) x WHERE x.variable_id = p.variable_id) END)
+     FROM (SELECT variable_id, day, ts_base FROM values_packed WHERE variable_id = vars.id
+           AND day >= time_bucket(INTERVAL '1 day', `, packedFirst(start), `) AND day <= `, packedLast(end), `
+           ORDER BY day LIMIT 2) p
+     WHERE p.ts_base <= `, packedLast(end), `)
     UNION ALL
     `, sq.Expr(`(SELECT first_ts FROM `+tiers.Minutes.Table+` WHERE variable_id = vars.id AND tile >= ? AND tile < ?
     ORDER BY tile LIMIT 1)) f`, c.start, c.hi[0]))

@@ -174,11 +174,8 @@ func percentileCTE(fractions []string, r StatisticsRequest, start, end time.Time
         ) k
         ORDER BY k.id
     ) ids
-    CROSS JOIN LATERAL (
-        SELECT value FROM "values" WHERE variable_id = ids.id AND ts BETWEEN ? AND ?
-        UNION ALL
-        SELECT value FROM packed_values(ARRAY[ids.id], ?, ?)
-    ) x
+    JOIN (SELECT variable_id, ts, value FROM "values" UNION ALL SELECT variable_id, ts, value FROM packed_dots(?, ?)) x
+      ON x.variable_id = ids.id AND x.ts BETWEEN ? AND ?
     GROUP BY ids.id`, start, end, start, end))
 	}
 	return sq.ConcatExpr(append(b, "\n  ) parts\n  ORDER BY variable_id\n)")...),

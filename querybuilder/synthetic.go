@@ -250,7 +250,7 @@ func (b span) where(col string) sq.Sqlizer {
 	return sq.ConcatExpr(parts...)
 }
 
-// packed is the span as packed_values' bounds (raw values are rows or packed days,
+// packed is the span as packed_dots' bounds (raw values are rows or packed days,
 // docs/queries.md "Packed days").
 func (b span) packed() sq.Sqlizer {
 	lo, hi := sq.Expr("'-infinity'::timestamptz"), sq.Expr("'infinity'::timestamptz")
@@ -281,7 +281,7 @@ func (c *synthCompiler) series(e *Expr, b span) (sq.Sqlizer, error) {
 		// may evaluate one (e.g. value * 2, which raises an error on overflow) on other
 		// variables' rows before the key's condition has dropped them
 		return sq.ConcatExpr(`SELECT ts, value FROM "values" WHERE variable_id = `, refKey(e.Ref), ` AND `, b.where("ts"), `
-UNION ALL SELECT ts, value FROM packed_values(ARRAY[`, refKey(e.Ref), `], `, b.packed(), `) OFFSET 0`), nil
+UNION ALL SELECT ts, value FROM packed_dots(`, b.packed(), `) WHERE variable_id = `, refKey(e.Ref), ` OFFSET 0`), nil
 	case e.IsWindow():
 		return c.window(e, b)
 	case e.Kind == ExprCall && Functions[e.Op].Kind == FuncSeries:

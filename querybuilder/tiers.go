@@ -193,36 +193,27 @@ func tileRows(key string, t tiers.Tier, lo, hi time.Time, cols []string) sq.Sqli
 }
 
 // rawSummaries is the summary rows of the raw values of key with a timestamp in
-// range (SQL conditions on x.ts), of both layouts: the packed dots are those between
-// the bounds packed (the arguments first, last of packed_values, inclusive), less
-// those outside range.
+// range (SQL conditions on x.ts), of both layouts: the packed dots are read between
+// the bounds packed (packed_dots' first and last, inclusive), less those outside range.
 func rawSummaries(key string, cond, packed sq.Sqlizer, cols []string) sq.Sqlizer {
 	return sq.ConcatExpr(`SELECT `+rawColumns("x.", cols)+`
     FROM "values" x
     WHERE x.variable_id = `+key+` AND `, cond, `
     UNION ALL
     SELECT `+rawColumns("x.", cols)+`
-    FROM packed_values(`+keyArray(key)+`, `, packed, `) x
-    WHERE `, cond)
+    FROM packed_dots(`, packed, `) x
+    WHERE x.variable_id = `+key+` AND `, cond)
 }
 
 // packedSpan is the summary rows of the packed dots of key in [lo, hi).
 func packedSpan(key string, lo, hi time.Time, cols []string) sq.Sqlizer {
 	return sq.ConcatExpr(`SELECT `+rawColumns("x.", cols)+`
-    FROM packed_values(`+keyArray(key)+`, `, halfOpen(lo, hi), `) x`)
+    FROM packed_dots(`, halfOpen(lo, hi), `) x
+    WHERE x.variable_id = `+key)
 }
 
-// halfOpen is [lo, hi) as packed_values' inclusive bounds (timestamps are whole
+// halfOpen is [lo, hi) as packed_dots' inclusive bounds (timestamps are whole
 // microseconds); an empty span gives last < first, which reads no packed day.
 func halfOpen(lo, hi time.Time) sq.Sqlizer {
 	return sq.Expr("?, ?", lo, hi.Add(-time.Microsecond))
-}
-
-// keyArray is key (the right side of "variable_id = key") as an array of keys, for
-// packed_values: "ANY (a)" is a, anything else one key.
-func keyArray(key string) string {
-	if inner, ok := strings.CutPrefix(key, "ANY ("); ok {
-		return strings.TrimSuffix(inner, ")")
-	}
-	return "ARRAY[" + key + "]"
 }

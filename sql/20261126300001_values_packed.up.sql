@@ -44,12 +44,13 @@ CREATE UNIQUE INDEX values_packed_variable_day_idx ON values_packed (variable_id
 
 --bun:split
 
--- The packed dots of the variables with a timestamp in [first, last], as rows. A SQL
+-- Every variable's packed dots with a timestamp in [first, last], as rows. A SQL
 -- function PostgreSQL inlines into the calling statement: the day bounds become an
--- index range scan with constant bounds (chunk exclusion at plan time), and the
--- unnest runs only for the days the range touches (none when last < first: a
--- compiled statement's empty spans cost no read).
-CREATE FUNCTION packed_values(variables bigint[], first timestamptz, last timestamptz)
+-- index range scan with constant bounds (chunk exclusion at plan time), a caller's
+-- condition on variable_id (= key, = ANY(keys), or a join's) reaches the index too,
+-- and the unnest runs only for the days read (none when last < first: a compiled
+-- statement's empty spans cost no read).
+CREATE FUNCTION packed_dots(first timestamptz, last timestamptz)
 RETURNS TABLE (variable_id bigint, ts timestamptz, value double precision, context jsonb, created_at timestamptz)
 LANGUAGE sql STABLE PARALLEL SAFE AS $$
     SELECT p.variable_id, d.ts, d.value, p.context -> d.i::text,
@@ -59,9 +60,18 @@ LANGUAGE sql STABLE PARALLEL SAFE AS $$
         SELECT p.ts_base + ((u.i - 1) * p.ts_step + u.r) * INTERVAL '1 ms' AS ts, u.value, u.i
         FROM unnest(p.ts_r, p.value) WITH ORDINALITY AS u(r, value, i)
     ) d
-    WHERE first <= last AND p.variable_id = ANY(variables)
+    WHERE first <= last
       AND p.day >= time_bucket(INTERVAL '1 day', first) AND p.day <= last
       AND d.ts >= first AND d.ts <= last
+$$;
+
+--bun:split
+
+-- The packed dots of the given variables in [first, last] (packed_dots of those).
+CREATE FUNCTION packed_values(variables bigint[], first timestamptz, last timestamptz)
+RETURNS TABLE (variable_id bigint, ts timestamptz, value double precision, context jsonb, created_at timestamptz)
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
+    SELECT * FROM packed_dots(first, last) d WHERE d.variable_id = ANY(variables)
 $$;
 
 --bun:split

@@ -18,7 +18,7 @@ pts AS (
          LIMIT 100)
         UNION ALL
         SELECT variable_id, ts AS ts, 1 AS n
-        FROM packed_values(ARRAY[v.id], packed_newest_day(v.id, 100, 'infinity'), 'infinity')
+        FROM packed_dots(packed_newest_day(v.id, 100, 'infinity'), 'infinity') WHERE variable_id = v.id
       ) both_layouts
       ORDER BY ts DESC
       LIMIT 100

@@ -3,7 +3,7 @@ FROM (
 SELECT w1.ts, w1.value FROM (
 WITH pts AS (
   SELECT ts, value, 1 AS n, value AS sum, value AS min, value AS max FROM (SELECT ts, value FROM "values" WHERE variable_id = ?::bigint AND TRUE
-UNION ALL SELECT ts, value FROM packed_values(ARRAY[?::bigint], '-infinity'::timestamptz, 'infinity'::timestamptz) OFFSET 0) a
+UNION ALL SELECT ts, value FROM packed_dots('-infinity'::timestamptz, 'infinity'::timestamptz) WHERE variable_id = ?::bigint OFFSET 0) a
 )
 SELECT least((g.key + interval '1 month' - interval '1 day') AT TIME ZONE ?, (
     SELECT e FROM (SELECT ((g.key + interval '1 month' - interval '1 day') - interval '1 day') AT TIME ZONE ? + interval '24 hours' AS e) x

@@ -5,18 +5,18 @@ WITH pts AS (
   SELECT ts, value, 1 AS n, value AS sum, value AS min, value AS max FROM (SELECT p.ts, p.value FROM (
 SELECT s3.ts, (s3.value) * (s4.value) AS value
 FROM (SELECT ts, value FROM "values" WHERE variable_id = ?::bigint AND ts >= (?::timestamptz - interval '93600 seconds') AND ts <= (?::timestamptz + interval '93600 seconds')
-UNION ALL SELECT ts, value FROM packed_values(ARRAY[?::bigint], (?::timestamptz - interval '93600 seconds')::timestamptz, (?::timestamptz + interval '93600 seconds')::timestamptz) OFFSET 0) s3
+UNION ALL SELECT ts, value FROM packed_dots((?::timestamptz - interval '93600 seconds')::timestamptz, (?::timestamptz + interval '93600 seconds')::timestamptz) WHERE variable_id = ?::bigint OFFSET 0) s3
 JOIN (SELECT ts, value FROM "values" WHERE variable_id = ?::bigint AND ts >= (?::timestamptz - interval '93600 seconds') AND ts <= (?::timestamptz + interval '93600 seconds')
-UNION ALL SELECT ts, value FROM packed_values(ARRAY[?::bigint], (?::timestamptz - interval '93600 seconds')::timestamptz, (?::timestamptz + interval '93600 seconds')::timestamptz) OFFSET 0) s4 ON s4.ts = s3.ts
+UNION ALL SELECT ts, value FROM packed_dots((?::timestamptz - interval '93600 seconds')::timestamptz, (?::timestamptz + interval '93600 seconds')::timestamptz) WHERE variable_id = ?::bigint OFFSET 0) s4 ON s4.ts = s3.ts
 ) p WHERE p.value IS NOT NULL) a
 ),
 origin AS MATERIALIZED (
   SELECT (fp.ts AT TIME ZONE ?)::date AS day FROM (SELECT q.ts FROM (SELECT p.ts, p.value FROM (
 SELECT s1.ts, (s1.value) * (s2.value) AS value
 FROM (SELECT ts, value FROM "values" WHERE variable_id = ?::bigint AND TRUE
-UNION ALL SELECT ts, value FROM packed_values(ARRAY[?::bigint], '-infinity'::timestamptz, 'infinity'::timestamptz) OFFSET 0) s1
+UNION ALL SELECT ts, value FROM packed_dots('-infinity'::timestamptz, 'infinity'::timestamptz) WHERE variable_id = ?::bigint OFFSET 0) s1
 JOIN (SELECT ts, value FROM "values" WHERE variable_id = ?::bigint AND TRUE
-UNION ALL SELECT ts, value FROM packed_values(ARRAY[?::bigint], '-infinity'::timestamptz, 'infinity'::timestamptz) OFFSET 0) s2 ON s2.ts = s1.ts
+UNION ALL SELECT ts, value FROM packed_dots('-infinity'::timestamptz, 'infinity'::timestamptz) WHERE variable_id = ?::bigint OFFSET 0) s2 ON s2.ts = s1.ts
 ) p WHERE p.value IS NOT NULL) q ORDER BY q.ts LIMIT 1) fp
 )
 SELECT least(g.key AT TIME ZONE ?, (
