@@ -162,21 +162,35 @@ func percentileCTE(fractions []string, r StatisticsRequest, start, end time.Time
 		parts[i%len(parts)] = append(parts[i%len(parts)], ref)
 	}
 	b := []any{",\npct AS (\n  SELECT DISTINCT ON (variable_id) * FROM (\n"}
+	// Packed days in the range (of any variable: one index probe) switch every part to
+	// reading both layouts, per variable (a LATERAL: a join against the union let the
+	// planner unnest every packed day of the range for each variable, past the statement
+	// timeout); without, each part keeps the plan of rows alone, which the LATERAL
+	// would make parallel restricted (measured: E 1.2× its floor instead of 1.6×). The
+	// switch is a one-time filter: the branch not taken costs nothing.
+	packed := sq.Expr(`EXISTS (SELECT FROM values_packed WHERE day >= time_bucket(INTERVAL '1 day', ?::timestamptz) AND day <= ?)`, start, end)
 	for k, refs := range parts {
-		if k > 0 {
-			b = append(b, "\n    UNION ALL\n")
-		}
-		b = append(b, `    SELECT ids.id AS variable_id,
+		for layout, from := range []sq.Sqlizer{
+			sq.Expr(`"values" x ON x.variable_id = ids.id AND x.ts BETWEEN ? AND ?
+    WHERE NOT `, start, end),
+			sq.Expr(`LATERAL (SELECT value FROM "values" WHERE variable_id = ids.id AND ts BETWEEN ? AND ?
+        UNION ALL SELECT value FROM packed_dots(?, ?) WHERE variable_id = ids.id) x ON true
+    WHERE `, start, end, start, end),
+		} {
+			if k > 0 || layout > 0 {
+				b = append(b, "\n    UNION ALL\n")
+			}
+			b = append(b, `    SELECT ids.id AS variable_id,
            percentile_cont(ARRAY[`+strings.Join(fractions, ", ")+`]::float8[]) WITHIN GROUP (ORDER BY x.value) AS pct
     FROM (
         SELECT DISTINCT k.id FROM (
-`, resolvedKeys(refs, r.AccountID), sq.Expr(`
+`, resolvedKeys(refs, r.AccountID), `
         ) k
         ORDER BY k.id
     ) ids
-    JOIN (SELECT variable_id, ts, value FROM "values" UNION ALL SELECT variable_id, ts, value FROM packed_dots(?, ?)) x
-      ON x.variable_id = ids.id AND x.ts BETWEEN ? AND ?
-    GROUP BY ids.id`, start, end, start, end))
+    JOIN `, from, packed, `
+    GROUP BY ids.id`)
+		}
 	}
 	return sq.ConcatExpr(append(b, "\n  ) parts\n  ORDER BY variable_id\n)")...),
 		fmt.Sprintf(`raw values (rows and packed days) for the percentiles, a GROUP BY over each of %d parts of the variables (a Parallel Append)`, len(parts))

@@ -49,8 +49,36 @@ pct AS (
         ) k
         ORDER BY k.id
     ) ids
-    JOIN (SELECT variable_id, ts, value FROM "values" UNION ALL SELECT variable_id, ts, value FROM packed_dots(?, ?)) x
-      ON x.variable_id = ids.id AND x.ts BETWEEN ? AND ?
+    JOIN "values" x ON x.variable_id = ids.id AND x.ts BETWEEN ? AND ?
+    WHERE NOT EXISTS (SELECT FROM values_packed WHERE day >= time_bucket(INTERVAL '1 day', ?::timestamptz) AND day <= ?)
+    GROUP BY ids.id
+    UNION ALL
+    SELECT ids.id AS variable_id,
+           percentile_cont(ARRAY[0.75, 0.25]::float8[]) WITHIN GROUP (ORDER BY x.value) AS pct
+    FROM (
+        SELECT DISTINCT k.id FROM (
+            SELECT v.id
+            FROM unnest(?::text[], ?::text[], ?::text[], ?::text[]) AS r(variable_id, variable_label, device_id, device_label),
+                 variables v JOIN devices d ON d.id = v.device_id
+    WHERE v.account_id = ? AND v.public_id = r.variable_id
+      AND (r.device_id = '' OR d.public_id = r.device_id)
+      AND (r.device_label = '' OR d.label = r.device_label)
+            UNION ALL
+            SELECT v.id
+            FROM unnest(?::text[], ?::text[], ?::text[], ?::text[]) AS r(variable_id, variable_label, device_id, device_label),
+                 devices d JOIN variables v ON v.device_id = d.id
+    WHERE d.account_id = ? AND r.variable_id = '' AND d.public_id = r.device_id AND v.label = r.variable_label
+            UNION ALL
+            SELECT v.id
+            FROM unnest(?::text[], ?::text[], ?::text[], ?::text[]) AS r(variable_id, variable_label, device_id, device_label),
+                 devices d JOIN variables v ON v.device_id = d.id
+    WHERE d.account_id = ? AND r.variable_id = '' AND d.label = r.device_label AND v.label = r.variable_label
+        ) k
+        ORDER BY k.id
+    ) ids
+    JOIN LATERAL (SELECT value FROM "values" WHERE variable_id = ids.id AND ts BETWEEN ? AND ?
+        UNION ALL SELECT value FROM packed_dots(?, ?) WHERE variable_id = ids.id) x ON true
+    WHERE EXISTS (SELECT FROM values_packed WHERE day >= time_bucket(INTERVAL '1 day', ?::timestamptz) AND day <= ?)
     GROUP BY ids.id
   ) parts
   ORDER BY variable_id
