@@ -43,6 +43,8 @@ type Config struct {
 	// WriteStopSize (SENSORAPI_WRITE_STOP_SIZE, bytes; 0: none): past it writes are
 	// refused with 507 while reads, deletes and retention go on (pkg/budget).
 	WriteStopSize int64
+
+	Events Events // events and webhook deliveries (events.go)
 }
 
 // Retention is how long data is kept (API.md §16, docs/operations.md "Retention");
@@ -142,6 +144,9 @@ func FromEnv() (Config, error) {
 		c.RateBurst = n
 	}
 	if err := c.retentionFromEnv(); err != nil {
+		return c, err
+	}
+	if err := c.eventsFromEnv(); err != nil {
 		return c, err
 	}
 	for _, p := range []struct {

@@ -121,7 +121,7 @@ func (e *Env) Serve(t testing.TB, db *store.DB, cfg config.Config) *Client {
 		t.Fatal(err)
 	}
 	ts := httptest.NewServer(srv.Handler())
-	t.Cleanup(func() { ts.Close(); stop(); <-srv.Ingest.Done() })
+	t.Cleanup(func() { ts.Close(); stop(); <-srv.Ingest.Done(); <-srv.Events.Done() })
 	for deadline := time.Now().Add(10 * time.Second); !srv.Listener.Healthy(); {
 		if time.Now().After(deadline) {
 			t.Fatal("the notification listener did not connect")
