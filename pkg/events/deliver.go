@@ -54,7 +54,9 @@ type worker struct {
 }
 
 // Timeout bounds one attempt (River cancels its context after it).
-func (w *worker) Timeout(*river.Job[DeliveryArgs]) time.Duration { return w.s.cfg.Timeout + 5*time.Second }
+func (w *worker) Timeout(*river.Job[DeliveryArgs]) time.Duration {
+	return w.s.cfg.Timeout + 5*time.Second
+}
 
 // Work runs one attempt of a delivery and records its outcome on the delivery's row.
 // A failed attempt returns its error: River retries it with Config's backoff, until
