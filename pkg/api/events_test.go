@@ -175,3 +175,189 @@ func TestEventTriggersAndReturnsToNormal(t *testing.T) {
 	}
 	rcv.quiet(t, 2, 300*time.Millisecond)
 }
+
+// detailOf returns a 400001 body's detail, failing on any other answer.
+func detailOf(t *testing.T, r testenv.Response) map[string]any {
+	t.Helper()
+	if r.Status != http.StatusBadRequest {
+		t.Fatalf("status %d, want 400: %s", r.Status, r.Body)
+	}
+	b := r.Object(t)
+	d, ok := b["detail"].(map[string]any)
+	if b["code"] != 400001.0 || !ok {
+		t.Fatalf("not a 400001 validation error: %s", r.Body)
+	}
+	return d
+}
+
+// TestEventRoutes: CRUD with ids and ~labels, PUT, the deliveries list, validation,
+// scopes (read tokens list and get; writes need full) and tenancy.
+func TestEventRoutes(t *testing.T) {
+	c := env.ClientWith(t, eventConfig()).As(env.NewAccount(t))
+	postDot(t, c, "tank", "level", 1, 1000)
+	rcv := newReceiver(t)
+	ev := createEvent(t, c, map[string]any{"label": "low", "isActive": true, "condition": map[string]any{
+		"variable": "tank.level", "operator": "<=", "value": 10, "duration": 60},
+		"actions": []any{webhook(rcv), map[string]any{"type": "set_variable", "variable": "tank.alarm", "value": "1"}}})
+	id := ev["id"].(string)
+	cond := ev["condition"].(map[string]any)
+	if !idRe.MatchString(id) || !createdAtRe.MatchString(ev["createdAt"].(string)) || cond["duration"] != 60.0 ||
+		cond["deviceLabel"] != "tank" || cond["variableLabel"] != "level" || !idRe.MatchString(cond["variable"].(string)) ||
+		len(ev["backToNormal"].([]any)) != 0 || ev["isActive"] != true {
+		t.Fatalf("created: %v", ev)
+	}
+	// by id, by variable id in the condition
+	if r := c.Get("/api/v2.0/events/" + id); r.Status != 200 || r.Object(t)["label"] != "low" {
+		t.Fatalf("get: %d %s", r.Status, r.Body)
+	}
+	if r := c.Post("/api/v2.0/events", map[string]any{"label": "low2", "condition": map[string]any{
+		"variable": cond["variable"], "operator": "<", "value": 5}, "actions": []any{}}); r.Status != 201 {
+		t.Fatalf("create by variable id: %d %s", r.Status, r.Body)
+	}
+	if r := c.Post("/api/v2.0/events", map[string]any{"label": "low", "condition": map[string]any{
+		"variable": "tank.level", "operator": "<", "value": 5}, "actions": []any{}}); detailOf(t, r)["label"] == nil {
+		t.Fatalf("duplicate label: %s", r.Body)
+	}
+	if l := c.Get("/api/v2.0/events/?sort_by=label").Object(t); l["count"] != 2.0 ||
+		l["results"].([]any)[0].(map[string]any)["label"] != "low" {
+		t.Fatalf("list: %v", l)
+	}
+	if l := c.Get("/api/v2.0/events?label=low2").Object(t); l["count"] != 1.0 {
+		t.Fatalf("filtered list: %v", l)
+	}
+	p := c.Patch("/api/v2.0/events/~low", map[string]any{"isActive": false, "condition": map[string]any{"value": 12}})
+	if p.Status != 200 || p.Object(t)["isActive"] != false || p.Object(t)["condition"].(map[string]any)["value"] != 12.0 ||
+		p.Object(t)["condition"].(map[string]any)["operator"] != "<=" {
+		t.Fatalf("patch: %d %s", p.Status, p.Body)
+	}
+	if r := c.Do("PUT", "/api/v2.0/events/~low", map[string]any{"label": "empty", "condition": map[string]any{
+		"variable": "tank.level", "operator": "==", "value": 0}, "actions": []any{webhook(rcv)},
+		"backToNormal": []any{webhook(rcv)}}); r.Status != 200 || r.Object(t)["label"] != "empty" ||
+		len(r.Object(t)["backToNormal"].([]any)) != 1 {
+		t.Fatalf("put: %d %s", r.Status, r.Body)
+	}
+	if r := c.Do("PUT", "/api/v2.0/events/~empty", map[string]any{"label": "x"}); detailOf(t, r)["condition"] == nil {
+		t.Fatalf("put without condition: %s", r.Body)
+	}
+	if r := c.Get("/api/v2.0/events/~empty/deliveries/"); r.Status != 200 || r.Object(t)["count"] != 0.0 {
+		t.Fatalf("deliveries: %d %s", r.Status, r.Body)
+	}
+
+	// validation
+	d := detailOf(t, c.Post("/api/v2.0/events", map[string]any{}))
+	for _, f := range []string{"label", "condition", "actions"} {
+		if d[f] == nil {
+			t.Errorf("missing %s not named: %v", f, d)
+		}
+	}
+	d = detailOf(t, c.Post("/api/v2.0/events", map[string]any{"label": "bad", "condition": map[string]any{
+		"variable": "tank.nothing", "operator": "=>", "value": "x", "duration": -1},
+		"actions": []any{map[string]any{"type": "webhook", "url": rcv.URL, "body": "{{valu}}"},
+			map[string]any{"type": "email"}, map[string]any{"type": "mqtt", "topic": "/v1.6/x", "payload": "1"},
+			map[string]any{"type": "set_variable", "variable": "tank.alarm", "value": "high"}}}))
+	for _, f := range []string{"condition.variable", "condition.operator", "condition.value", "condition.duration",
+		"actions.0.body", "actions.1.type", "actions.2.topic", "actions.3.value"} {
+		if d[f] == nil {
+			t.Errorf("%s not named: %v", f, d)
+		}
+	}
+
+	// scopes: a read token lists and gets, and writes nothing
+	read := c.As(c.NewToken("/api/v2.0/tokens/", map[string]any{"label": "r", "scope": "read"}))
+	for _, path := range []string{"/api/v2.0/events", "/api/v2.0/events/" + id, "/api/v2.0/events/" + id + "/deliveries"} {
+		if r := read.Get(path); r.Status != 200 {
+			t.Errorf("read token GET %s: %d", path, r.Status)
+		}
+	}
+	for _, r := range []testenv.Response{
+		read.Post("/api/v2.0/events", map[string]any{"label": "r"}),
+		read.Patch("/api/v2.0/events/"+id, map[string]any{"isActive": true}),
+		read.Delete("/api/v2.0/events/" + id),
+	} {
+		if r.Status != http.StatusForbidden {
+			t.Errorf("read token write: %d %s", r.Status, r.Body)
+		}
+	}
+	// another account's event does not exist
+	other := c.As(env.NewAccount(t))
+	if r := other.Get("/api/v2.0/events/" + id); r.Status != 404 {
+		t.Fatalf("another account's event: %d", r.Status)
+	}
+	if r := other.Post("/api/v2.0/events", map[string]any{"label": "steal", "condition": map[string]any{
+		"variable": cond["variable"], "operator": "<", "value": 1}, "actions": []any{}}); detailOf(t, r)["condition.variable"] == nil {
+		t.Fatalf("another account's variable: %s", r.Body)
+	}
+
+	if r := c.Delete("/api/v2.0/events/" + id); r.Status != http.StatusNoContent {
+		t.Fatalf("delete: %d", r.Status)
+	}
+	if r := c.Get("/api/v2.0/events/" + id); r.Status != 404 {
+		t.Fatalf("deleted event: %d", r.Status)
+	}
+}
+
+// TestEventWebhookPrivateTargetsRefused: without SENSORAPI_WEBHOOK_ALLOW_PRIVATE,
+// webhooks to private, loopback and link-local targets are a 400001 naming the URL.
+func TestEventWebhookPrivateTargetsRefused(t *testing.T) {
+	c := env.Client(t).As(env.NewAccount(t)) // the default configuration
+	postDot(t, c, "d", "v", 1, 1000)
+	for _, u := range []string{"http://10.0.0.1/hook", "http://169.254.169.254/latest/meta-data/",
+		"http://127.0.0.1:8080/x", "http://localhost/x", "http://[::1]/x", "https://192.168.1.10/x", "http://[fe80::1]/x"} {
+		d := detailOf(t, c.Post("/api/v2.0/events", map[string]any{"label": "ssrf", "condition": map[string]any{
+			"variable": "d.v", "operator": ">", "value": 1}, "actions": []any{},
+			"backToNormal": []any{map[string]any{"type": "webhook", "url": u}}}))
+		msgs, _ := d["backToNormal.0.url"].([]any)
+		if len(msgs) != 1 || !strings.Contains(msgs[0].(string), u) {
+			t.Errorf("%s: detail %v does not name the url", u, d)
+		}
+	}
+	// a public address is accepted (never called: the event never triggers)
+	createEvent(t, c, map[string]any{"label": "public", "condition": map[string]any{
+		"variable": "d.v", "operator": ">", "value": 1e300}, "actions": []any{
+		map[string]any{"type": "webhook", "url": "https://93.184.216.34/hook"}}})
+}
+
+// TestEventLoopsRefused: an event whose actions write to its own condition variable,
+// directly or through other events (set_variable or mqtt), is refused.
+func TestEventLoopsRefused(t *testing.T) {
+	c := env.ClientWith(t, eventConfig()).As(env.NewAccount(t))
+	for _, v := range []string{"a.x", "b.y", "c.z"} {
+		dv := strings.Split(v, ".")
+		postDot(t, c, dv[0], dv[1], 0, 1000)
+	}
+	set := func(target string) map[string]any {
+		return map[string]any{"type": "set_variable", "variable": target, "value": "{{value}}"}
+	}
+	cond := func(v string) map[string]any { return map[string]any{"variable": v, "operator": ">", "value": 1} }
+	d := detailOf(t, c.Post("/api/v2.0/events", map[string]any{"label": "self", "condition": cond("a.x"),
+		"actions": []any{set("a.x")}}))
+	if d["actions.0.variable"] == nil {
+		t.Fatalf("self loop: %v", d)
+	}
+	vid := c.Get("/api/v2.0/devices/~a/variables/~x").Object(t)["id"].(string)
+	d = detailOf(t, c.Post("/api/v2.0/events", map[string]any{"label": "self-id", "condition": cond("a.x"),
+		"actions": []any{}, "backToNormal": []any{set(vid)}}))
+	if d["backToNormal.0.variable"] == nil {
+		t.Fatalf("self loop by id: %v", d)
+	}
+	d = detailOf(t, c.Post("/api/v2.0/events", map[string]any{"label": "self-mqtt", "condition": cond("a.x"),
+		"actions": []any{map[string]any{"type": "mqtt", "topic": "/v1.6/devices/a/x", "payload": "1"}}}))
+	if d["actions.0.topic"] == nil {
+		t.Fatalf("self loop through mqtt: %v", d)
+	}
+	// a chain: x → y (event 1), y → z (event 2), z → x (event 3 closes the loop)
+	createEvent(t, c, map[string]any{"label": "one", "condition": cond("a.x"), "actions": []any{set("b.y")}})
+	createEvent(t, c, map[string]any{"label": "two", "condition": cond("b.y"), "actions": []any{
+		map[string]any{"type": "mqtt", "topic": "v1.6/devices/c/z", "payload": "{{value}}"}}})
+	d = detailOf(t, c.Post("/api/v2.0/events", map[string]any{"label": "three", "condition": cond("c.z"),
+		"actions": []any{set("a.x")}}))
+	msgs, _ := d["actions.0.variable"].([]any)
+	if len(msgs) != 1 || !strings.Contains(msgs[0].(string), "one") || !strings.Contains(msgs[0].(string), "two") {
+		t.Fatalf("chain loop not named: %v", d)
+	}
+	// the same chain closed by a PATCH of an existing event
+	createEvent(t, c, map[string]any{"label": "three", "condition": cond("c.z"), "actions": []any{set("d.w")}})
+	if d := detailOf(t, c.Patch("/api/v2.0/events/~three", map[string]any{"actions": []any{set("a.x")}})); d["actions.0.variable"] == nil {
+		t.Fatalf("patch closing a loop: %v", d)
+	}
+}
