@@ -361,3 +361,125 @@ func TestEventLoopsRefused(t *testing.T) {
 		t.Fatalf("patch closing a loop: %v", d)
 	}
 }
+
+// states reads the state and value of each webhook body, in arrival order.
+func states(t *testing.T, hs []hook) []string {
+	t.Helper()
+	out := make([]string, len(hs))
+	for i, h := range hs {
+		var b map[string]any
+		if err := json.Unmarshal(h.Body, &b); err != nil {
+			t.Fatalf("webhook body %q: %v", h.Body, err)
+		}
+		out[i] = fmt.Sprintf("%v@%v", b["state"], b["ts"])
+	}
+	return out
+}
+
+// TestEventDurationAndOrder: with a duration the event triggers only once every value
+// met the condition over that much data time; a value not meeting it restarts the run;
+// values older than the last one evaluated move nothing (written late, out of order).
+func TestEventDurationAndOrder(t *testing.T) {
+	c := env.ClientWith(t, eventConfig()).As(env.NewAccount(t))
+	rcv := newReceiver(t)
+	postDot(t, c, "b", "t", 0, 1000)
+	createEvent(t, c, map[string]any{"label": "hot5", "condition": map[string]any{
+		"variable": "b.t", "operator": ">=", "value": 80, "duration": 300},
+		"actions": []any{webhook(rcv)}, "backToNormal": []any{webhook(rcv)}})
+	const m = 60_000 // one minute of data time
+	postDot(t, c, "b", "t", 80, 10*m) // the run starts (80 >= 80)
+	postDot(t, c, "b", "t", 90, 13*m) // 3 min
+	postDot(t, c, "b", "t", 70, 14*m) // breaks the run
+	postDot(t, c, "b", "t", 85, 15*m) // a new run
+	postDot(t, c, "b", "t", 85, 19*m) // 4 min
+	rcv.quiet(t, 0, 300*time.Millisecond)
+	postDot(t, c, "b", "t", 10, 12*m) // older than the last evaluated: ignored
+	postDot(t, c, "b", "t", 86, 20*m) // 5 min of data time: triggers
+	h := rcv.wait(t, 1, 5*time.Second)
+	if s := states(t, h); s[0] != "triggered@1.2e+06" {
+		t.Fatalf("transitions %v, want triggered at 20 min", s)
+	}
+	postDot(t, c, "b", "t", 10, 19*m+30_000) // late and low: ignored, still triggered
+	rcv.quiet(t, 1, 300*time.Millisecond)
+	postDot(t, c, "b", "t", 79.9, 21*m) // back to normal at once, whatever the duration
+	h = rcv.wait(t, 2, 5*time.Second)
+	if s := states(t, h); s[1] != "normal@1.26e+06" {
+		t.Fatalf("transitions %v", s)
+	}
+	// several values in one request, out of order in the body: evaluated in data order
+	if r := c.Post("/api/v1.6/devices/b/", map[string]any{"t": []any{
+		map[string]any{"value": 99, "timestamp": 40 * m}, map[string]any{"value": 99, "timestamp": 30 * m},
+		map[string]any{"value": 99, "timestamp": 34 * m}, map[string]any{"value": 1, "timestamp": 41 * m}}}); r.Status != 200 {
+		t.Fatalf("post: %d %s", r.Status, r.Body)
+	}
+	h = rcv.wait(t, 4, 5*time.Second)
+	if s := states(t, h); s[2] != "triggered@2.4e+06" || s[3] != "normal@2.46e+06" {
+		t.Fatalf("transitions %v", s)
+	}
+	rcv.quiet(t, 4, 300*time.Millisecond)
+}
+
+// TestEventThresholdEquality: a value equal to the threshold meets >=, <=, == and not
+// >, <, != (one event per operator, one value each).
+func TestEventThresholdEquality(t *testing.T) {
+	c := env.ClientWith(t, eventConfig()).As(env.NewAccount(t))
+	rcv := newReceiver(t)
+	postDot(t, c, "eq", "v", 0, 1000)
+	for i, op := range []string{">", ">=", "<", "<=", "==", "!="} {
+		w := webhook(rcv)
+		w["body"] = op
+		createEvent(t, c, map[string]any{"label": fmt.Sprintf("op%d", i), "condition": map[string]any{
+			"variable": "eq.v", "operator": op, "value": 42.5}, "actions": []any{w}})
+	}
+	postDot(t, c, "eq", "v", 42.5, 2000)
+	h := rcv.wait(t, 3, 5*time.Second)
+	rcv.quiet(t, 3, 300*time.Millisecond)
+	got := map[string]bool{}
+	for _, x := range h {
+		got[string(x.Body)] = true
+	}
+	if !got[">="] || !got["<="] || !got["=="] {
+		t.Fatalf("triggered %v, want >=, <=, ==", got)
+	}
+}
+
+// TestEventWebhookRetries: a receiver that answers 500 twice then 200 gets the same
+// delivery three times (same X-Event-Delivery, a valid signature each time, growing
+// gaps), and the deliveries list shows the third attempt delivered.
+func TestEventWebhookRetries(t *testing.T) {
+	c := env.ClientWith(t, eventConfig()).As(env.NewAccount(t))
+	rcv := newReceiver(t)
+	rcv.fail = 2
+	postDot(t, c, "r", "v", 0, 1000)
+	ev := createEvent(t, c, map[string]any{"label": "retry", "condition": map[string]any{
+		"variable": "r.v", "operator": ">", "value": 0}, "actions": []any{webhook(rcv)}})
+	postDot(t, c, "r", "v", 1, 2000)
+	h := rcv.wait(t, 3, 10*time.Second)
+	rcv.quiet(t, 3, 500*time.Millisecond)
+	for _, x := range h {
+		if x.Delivery != h[0].Delivery || !idRe.MatchString(x.Delivery) {
+			t.Fatalf("delivery ids %q, %q, %q", h[0].Delivery, h[1].Delivery, h[2].Delivery)
+		}
+		if x.Signature != events.Sign(ev["secret"].(string), x.Body) || string(x.Body) != string(h[0].Body) {
+			t.Fatalf("attempt body or signature changed: %q %q", x.Body, x.Signature)
+		}
+	}
+	if g1, g2 := h[1].At.Sub(h[0].At), h[2].At.Sub(h[1].At); g1 < 50*time.Millisecond || g2 < 100*time.Millisecond {
+		t.Fatalf("backoff gaps %v, %v: want at least 50 ms then 100 ms", g1, g2)
+	}
+	var l map[string]any
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		l = c.Get("/api/v2.0/events/~retry/deliveries").Object(t)
+		if rs := l["results"].([]any); len(rs) == 1 && rs[0].(map[string]any)["status"] == "delivered" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("deliveries: %v", l)
+		}
+	}
+	d := l["results"].([]any)[0].(map[string]any)
+	if d["id"] != h[0].Delivery || d["attempt"] != 3.0 || d["httpStatus"] != 200.0 || d["error"] != nil ||
+		d["transition"] != "triggered" || d["action"] != "webhook" || d["deliveredAt"] == nil {
+		t.Fatalf("delivery: %v", d)
+	}
+}
