@@ -1,11 +1,14 @@
 package api_test
 
 import (
+	"cmp"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +16,7 @@ import (
 
 	"github.com/sensordata/sensorapi/pkg/config"
 	"github.com/sensordata/sensorapi/pkg/events"
+	"github.com/sensordata/sensorapi/pkg/store"
 	"github.com/sensordata/sensorapi/pkg/testenv"
 )
 
@@ -481,5 +485,215 @@ func TestEventWebhookRetries(t *testing.T) {
 	if d["id"] != h[0].Delivery || d["attempt"] != 3.0 || d["httpStatus"] != 200.0 || d["error"] != nil ||
 		d["transition"] != "triggered" || d["action"] != "webhook" || d["deliveredAt"] == nil {
 		t.Fatalf("delivery: %v", d)
+	}
+}
+
+// eventInstance starts another instance of the service on the test database with
+// its own pool (as another `serve` process), and a function that kills it.
+func eventInstance(t *testing.T) (*testenv.Client, func()) {
+	t.Helper()
+	db, err := store.Open(context.Background(), env.DSN, 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	return env.ServeStoppable(t, db, eventConfig())
+}
+
+// transitionsOf counts an instance's committed transitions (its /metrics counter).
+func transitionsOf(t *testing.T, c *testenv.Client) float64 {
+	t.Helper()
+	mfs, err := c.Server.Metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n float64
+	for _, mf := range mfs {
+		if mf.GetName() == "sensorapi_event_transitions_total" {
+			for _, m := range mf.GetMetric() {
+				n += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return n
+}
+
+// distinct checks that every (state, data time) arrived under exactly one delivery
+// id, and returns the transitions ordered by data time, deduplicated by delivery id
+// (at least once: a receiver may see an id twice).
+func distinct(t *testing.T, hs []hook) []string {
+	t.Helper()
+	byID := map[string]hook{}
+	for _, h := range hs {
+		if p, ok := byID[h.Delivery]; ok && string(p.Body) != string(h.Body) {
+			t.Fatalf("delivery %s with two bodies: %q, %q", h.Delivery, p.Body, h.Body)
+		}
+		byID[h.Delivery] = h
+	}
+	type tr struct {
+		ts    float64
+		state string
+	}
+	seen := map[float64]string{}
+	var all []tr
+	for id, h := range byID {
+		var b map[string]any
+		if err := json.Unmarshal(h.Body, &b); err != nil {
+			t.Fatal(err)
+		}
+		ts := b["ts"].(float64)
+		if other, dup := seen[ts]; dup {
+			t.Fatalf("the transition at %v was delivered under two ids (%s and %s)", ts, other, id)
+		}
+		seen[ts] = id
+		all = append(all, tr{ts, b["state"].(string)})
+	}
+	slices.SortFunc(all, func(a, b tr) int { return cmp.Compare(a.ts, b.ts) })
+	out := make([]string, len(all))
+	for i, x := range all {
+		out[i] = x.state
+	}
+	return out
+}
+
+// TestEventTwoInstancesDeliverEachTransitionOnce: two instances on one database get
+// interleaved values of one variable, first one at a time, then concurrently; each
+// transition is delivered once (one delivery id per transition at the receiver), the
+// transitions alternate in data order, and the instances' transition counters add up
+// to the deliveries.
+func TestEventTwoInstancesDeliverEachTransitionOnce(t *testing.T) {
+	a, _ := eventInstance(t)
+	b, _ := eventInstance(t)
+	tok := env.NewAccount(t)
+	a, b = a.As(tok), b.As(tok)
+	rcv := newReceiver(t)
+	postDot(t, a, "m", "v", 0, 1000)
+	evID := createEvent(t, a, map[string]any{"label": "flip", "condition": map[string]any{
+		"variable": "m.v", "operator": ">", "value": 50}, "actions": []any{webhook(rcv)}, "backToNormal": []any{webhook(rcv)}})["id"]
+	const n = 20
+	for i := range n { // A, A, B, B, …; high, low, high, …: every value a transition
+		v := 100.0
+		if i%2 == 1 {
+			v = 0
+		}
+		postDot(t, []*testenv.Client{a, b}[(i/2)%2], "m", "v", v, int64(2000+i*1000))
+	}
+	hs := rcv.wait(t, n, 10*time.Second)
+	rcv.quiet(t, n, 500*time.Millisecond)
+	got := distinct(t, hs)
+	if len(got) != n {
+		t.Fatalf("%d transitions delivered, want %d", len(got), n)
+	}
+	for i, s := range got {
+		if want := []string{"triggered", "normal"}[i%2]; s != want {
+			t.Fatalf("transition %d is %s, want %s: %v", i, s, want, got)
+		}
+	}
+
+	// concurrently: A writes odd seconds, B even ones, at the same time
+	var wg sync.WaitGroup
+	for k, c := range []*testenv.Client{a, b} {
+		wg.Go(func() {
+			for i := range n {
+				ts := int64(100_000 + (2*i+k)*1000)
+				v := float64((ts / 1000 % 3) * 40) // 0, 40, 80, …: a pattern across both writers
+				if r := c.Post("/api/v1.6/devices/m/v/values", map[string]any{"value": v, "timestamp": ts}); r.Status != 201 {
+					t.Errorf("post: %d %s", r.Status, r.Body)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	// wait until an evaluation reached the last value, then until deliveries settle
+	var rows int
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		var last *int64
+		if err := env.DB.NewRaw(`SELECT last_ts FROM events WHERE public_id = ?`, evID).Scan(context.Background(), &last); err == nil &&
+			last != nil && *last == 139_000 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the last value was never evaluated")
+		}
+	}
+	if err := env.DB.NewRaw(`SELECT count(*) FROM event_deliveries d JOIN events e ON e.id = d.event_id
+		WHERE e.public_id = ?`, evID).Scan(context.Background(), &rows); err != nil {
+		t.Fatal(err)
+	}
+	hs = rcv.wait(t, rows, 10*time.Second)
+	time.Sleep(300 * time.Millisecond)
+	got = distinct(t, rcv.got())
+	if len(got) != rows || rows <= n {
+		t.Fatalf("%d distinct deliveries at the receiver, %d in the database (%d before the burst)", len(got), rows, n)
+	}
+	for i := 1; i < len(got); i++ {
+		if got[i] == got[i-1] {
+			t.Fatalf("two %s transitions in a row: %v", got[i], got)
+		}
+	}
+	if ta, tb := transitionsOf(t, a), transitionsOf(t, b); ta+tb != float64(rows) || ta == 0 && tb == 0 {
+		t.Fatalf("transitions counted by the instances %v + %v, deliveries %d", ta, tb, rows)
+	}
+	t.Logf("%d transitions, %d requests at the receiver", rows, len(hs))
+}
+
+// TestEventDeliveriesSurviveAKilledInstance: an instance whose deliveries are failing
+// is killed; another instance delivers them, under the same delivery id.
+func TestEventDeliveriesSurviveAKilledInstance(t *testing.T) {
+	a, killA := eventInstance(t)
+	tok := env.NewAccount(t)
+	a = a.As(tok)
+	rcv := newReceiver(t)
+	rcv.fail = 1 << 30
+	postDot(t, a, "k", "v", 0, 1000)
+	createEvent(t, a, map[string]any{"label": "kill", "condition": map[string]any{
+		"variable": "k.v", "operator": ">", "value": 0}, "actions": []any{webhook(rcv)}})
+	postDot(t, a, "k", "v", 1, 2000)
+	first := rcv.wait(t, 2, 10*time.Second)[0] // a failed attempt and its retry
+	killA()
+	n := len(rcv.got())
+	rcv.mu.Lock()
+	rcv.fail = 0
+	rcv.mu.Unlock()
+	time.Sleep(300 * time.Millisecond)
+	if len(rcv.got()) != n {
+		t.Fatal("the killed instance still delivers")
+	}
+	b, _ := eventInstance(t)
+	b = b.As(tok)
+	hs := rcv.wait(t, n+1, 10*time.Second)
+	if last := hs[len(hs)-1]; last.Delivery != first.Delivery {
+		t.Fatalf("delivered under %q, first attempted under %q", last.Delivery, first.Delivery)
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		d := b.Get("/api/v2.0/events/~kill/deliveries").Object(t)["results"].([]any)[0].(map[string]any)
+		if d["status"] == "delivered" && d["attempt"].(float64) > 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("delivery: %v", d)
+		}
+	}
+}
+
+// TestEventSweepCatchesUp: values committed without any instance being told (as when
+// the instance that wrote them died right after its commit) are evaluated by the
+// periodic sweep.
+func TestEventSweepCatchesUp(t *testing.T) {
+	c := env.ClientWith(t, eventConfig()).As(env.NewAccount(t))
+	rcv := newReceiver(t)
+	postDot(t, c, "s", "v", 0, 1000)
+	createEvent(t, c, map[string]any{"label": "swept", "condition": map[string]any{
+		"variable": "s.v", "operator": ">", "value": 0}, "actions": []any{webhook(rcv)}})
+	id := c.Get("/api/v2.0/devices/~s/variables/~v").Object(t)["id"].(string)
+	_, err := env.DB.ExecContext(context.Background(), `WITH v AS (SELECT id FROM variables WHERE public_id = ?),
+		ins AS (INSERT INTO "values" (variable_id, ts, value) SELECT id, to_timestamp(5), 7 FROM v)
+		UPDATE variables SET last_value = 7, last_value_ts = to_timestamp(5) WHERE id = (SELECT id FROM v)`, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := rcv.wait(t, 1, 5*time.Second)
+	if s := states(t, h); s[0] != "triggered@5000" {
+		t.Fatalf("transitions %v", s)
 	}
 }
