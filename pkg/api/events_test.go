@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -8,11 +9,14 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os/exec"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/sensordata/sensorapi/pkg/config"
 	"github.com/sensordata/sensorapi/pkg/events"
@@ -695,5 +699,87 @@ func TestEventSweepCatchesUp(t *testing.T) {
 	h := rcv.wait(t, 1, 5*time.Second)
 	if s := states(t, h); s[0] != "triggered@5000" {
 		t.Fatalf("transitions %v", s)
+	}
+}
+
+// TestEventMQTTAndSetVariableActions: an mqtt action is a publish to the account's
+// own topic, received by a real client (mosquitto_sub) subscribed to it; set_variable
+// writes through the pipeline and is visible over HTTP; back to normal runs its own.
+func TestEventMQTTAndSetVariableActions(t *testing.T) {
+	if _, err := exec.LookPath("mosquitto_sub"); err != nil {
+		t.Fatal("mosquitto_sub not found: install Debian's mosquitto-clients")
+	}
+	c := env.ClientWith(t, eventConfig())
+	broker, err := c.Server.StartMQTT(config.MQTT{Addr: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = broker.Close() })
+	tok := env.NewAccount(t)
+	c = c.As(tok)
+	postDot(t, c, "plant", "temp", 20, 1000)
+	postDot(t, c, "alarms", "boiler", 0, 1000)
+	createEvent(t, c, map[string]any{"label": "plant-hot", "condition": map[string]any{
+		"variable": "plant.temp", "operator": ">", "value": 50},
+		"actions": []any{
+			map[string]any{"type": "mqtt", "topic": "/v1.6/devices/alarms/boiler", "payload": `{"value": {{value}}, "context": {"event": "{{event.label}}"}}`},
+			map[string]any{"type": "set_variable", "variable": "alarms.flag", "value": "1"}},
+		"backToNormal": []any{map[string]any{"type": "set_variable", "variable": "alarms.flag", "value": "{{value}}"}}})
+
+	host, port, _ := strings.Cut(broker.Addrs()[0].String(), ":")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var out bytes.Buffer
+	sub := exec.CommandContext(ctx, "mosquitto_sub", "-h", host, "-p", port, "-u", tok,
+		"-t", "/v1.6/devices/alarms/boiler/lv", "-v", "-C", "2", "-W", "15")
+	sub.Stdout, sub.Stderr = &out, &out
+	if err := sub.Start(); err != nil {
+		t.Fatal(err)
+	}
+	delivered := func() float64 { return testutil.ToFloat64(c.Server.Metrics.MQTTDeliveries) }
+	for deadline := time.Now().Add(5 * time.Second); delivered() == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("mosquitto_sub got no initial value")
+		}
+	}
+	postDot(t, c, "plant", "temp", 55.5, 2000)
+	if err := sub.Wait(); err != nil {
+		t.Fatalf("mosquitto_sub: %v: %s", err, out.String())
+	}
+	if want := "/v1.6/devices/alarms/boiler/lv 0\n/v1.6/devices/alarms/boiler/lv 55.5\n"; out.String() != want {
+		t.Fatalf("mosquitto_sub printed %q, want %q", out.String(), want)
+	}
+	lv := func(want string) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			r := c.Get("/api/v1.6/devices/alarms/flag/lv")
+			if r.Status == 200 && strings.TrimSpace(string(r.Body)) == want {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("alarms.flag lv: %d %s, want %s", r.Status, r.Body, want)
+			}
+		}
+	}
+	lv("1")
+	vals := c.Get("/api/v1.6/devices/alarms/boiler/values").Object(t)["results"].([]any)
+	if dot := vals[0].(map[string]any); dot["timestamp"] != 2000.0 || dot["context"].(map[string]any)["event"] != "plant-hot" {
+		t.Fatalf("published dot: %v", dot)
+	}
+	postDot(t, c, "plant", "temp", 12, 3000)
+	lv("12")
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		ds := c.Get("/api/v2.0/events/~plant-hot/deliveries?status=delivered").Object(t)
+		if ds["count"] == 3.0 {
+			for _, d := range ds["results"].([]any) {
+				if d := d.(map[string]any); d["httpStatus"] != nil || d["attempt"] != 1.0 {
+					t.Fatalf("delivery: %v", d)
+				}
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("deliveries: %v", ds)
+		}
 	}
 }
