@@ -783,3 +783,28 @@ func TestEventMQTTAndSetVariableActions(t *testing.T) {
 		}
 	}
 }
+
+// TestEventWebhookLatency measures the time from the acknowledgement of a write that
+// changes an event's state to its webhook's arrival at the receiver (API.md §18's
+// target: p99 within 1 s), over 100 transitions written one at a time.
+func TestEventWebhookLatency(t *testing.T) {
+	c := env.ClientWith(t, eventConfig()).As(env.NewAccount(t))
+	rcv := newReceiver(t)
+	postDot(t, c, "lat", "v", 0, 1000)
+	createEvent(t, c, map[string]any{"label": "lat", "condition": map[string]any{
+		"variable": "lat.v", "operator": ">", "value": 0}, "actions": []any{webhook(rcv)}, "backToNormal": []any{webhook(rcv)}})
+	const n = 100
+	lat := make([]time.Duration, n)
+	for i := range n {
+		postDot(t, c, "lat", "v", float64((i+1)%2), int64(2000+i))
+		acked := time.Now()
+		h := rcv.wait(t, i+1, 5*time.Second)
+		lat[i] = h[i].At.Sub(acked)
+	}
+	slices.Sort(lat)
+	p50, p99 := lat[n/2], lat[n*99/100]
+	t.Logf("write acknowledged → webhook received, %d transitions: p50 %v, p99 %v, max %v", n, p50, p99, lat[n-1])
+	if p99 > time.Second {
+		t.Fatalf("p99 %v over 1 s", p99)
+	}
+}
