@@ -112,6 +112,14 @@ func fleetSide(ctx context.Context, h *benchharness.Harness, d time.Duration, f 
 			return err
 		}
 	}
+	var rcv *eventReceiver
+	if fleetEvents > 0 {
+		rcv = newEventReceiver()
+		defer rcv.srv.Close()
+		if err := createFleetEvents(ctx, h.URL, tok, fleetEvents, rcv); err != nil {
+			return err
+		}
+	}
 	res, label, peak, err := runSide(ctx, h, d, mk, h.URL, h.MQTT, tok)
 	if err != nil {
 		return err
@@ -131,6 +139,9 @@ func fleetSide(ctx context.Context, h *benchharness.Harness, d time.Duration, f 
 	fmt.Printf("  %s / naive floor: %.2f×   / service path 1 msg/tx: %.2f×   / ceiling: %.0f%%\n",
 		name, res.rate()/f.naive.rate(), res.rate()/f.path.rate(), 100*res.rate()/top.rate())
 	fmt.Printf("  dots stored %d, acknowledged %d   server peak RSS %.0f MiB\n", stored, acked, peak)
+	if rcv != nil {
+		fmt.Printf("  with %d active events: %d webhooks received\n", fleetEvents, rcv.hits.Load())
+	}
 	if stored != acked {
 		return fmt.Errorf("fleet %s: %d dots stored but %d acknowledged", name, stored, acked)
 	}
