@@ -394,7 +394,7 @@ func TestEventDurationAndOrder(t *testing.T) {
 	createEvent(t, c, map[string]any{"label": "hot5", "condition": map[string]any{
 		"variable": "b.t", "operator": ">=", "value": 80, "duration": 300},
 		"actions": []any{webhook(rcv)}, "backToNormal": []any{webhook(rcv)}})
-	const m = 60_000 // one minute of data time
+	const m = 60_000                  // one minute of data time
 	postDot(t, c, "b", "t", 80, 10*m) // the run starts (80 >= 80)
 	postDot(t, c, "b", "t", 90, 13*m) // 3 min
 	postDot(t, c, "b", "t", 70, 14*m) // breaks the run

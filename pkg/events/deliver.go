@@ -144,11 +144,11 @@ func (s *Service) run(ctx context.Context, job *river.Job[DeliveryArgs], req Act
 		dev, v, _ := topicTarget(req.Topic)
 		p, err := ingest.NewParser(strconv.FormatInt(req.TS, 10), time.Now())
 		if err != nil {
-			return 0, fmt.Errorf("%w: %v", errPermanent, err)
+			return 0, fmt.Errorf("%w: %w", errPermanent, err)
 		}
 		dots, err := p.Values([]byte(req.Payload))
 		if err != nil {
-			return 0, fmt.Errorf("%w: the payload is not a number, a dot or a list of dots: %v", errPermanent, err)
+			return 0, fmt.Errorf("%w: the payload is not a number, a dot or a list of dots: %w", errPermanent, err)
 		}
 		for i := range dots {
 			dots[i].Target = v
@@ -208,7 +208,7 @@ func (s *Service) webhook(ctx context.Context, job *river.Job[DeliveryArgs], req
 	}
 	hr, err := http.NewRequestWithContext(ctx, req.Method, req.URL, r)
 	if err != nil {
-		return 0, fmt.Errorf("%w: %v", errPermanent, err)
+		return 0, fmt.Errorf("%w: %w", errPermanent, err)
 	}
 	for k, v := range req.Headers {
 		hr.Header.Set(k, v)
@@ -223,7 +223,7 @@ func (s *Service) webhook(ctx context.Context, job *river.Job[DeliveryArgs], req
 	resp, err := s.http.Do(hr)
 	if err != nil {
 		if errors.Is(err, errBlocked) {
-			return 0, fmt.Errorf("%w: %v", errPermanent, err)
+			return 0, fmt.Errorf("%w: %w", errPermanent, err)
 		}
 		return 0, err
 	}

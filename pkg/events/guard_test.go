@@ -19,7 +19,10 @@ func TestDialGuardRefusesPrivateTargets(t *testing.T) {
 	defer srv.Close()
 	for _, u := range []string{srv.URL, strings.Replace(srv.URL, "127.0.0.1", "localhost", 1)} {
 		req, _ := http.NewRequestWithContext(context.Background(), "POST", u, nil)
-		_, err := newHTTPClient(false).Do(req)
+		resp, err := newHTTPClient(false).Do(req)
+		if err == nil {
+			_ = resp.Body.Close()
+		}
 		if !errors.Is(err, errBlocked) {
 			t.Fatalf("%s: error %v, want the guard's", u, err)
 		}

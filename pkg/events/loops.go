@@ -126,7 +126,7 @@ func labelsOf(ctx context.Context, db bun.IDB, account int64, ids []string) (map
 	}
 	err := db.NewSelect().TableExpr("variables AS v").Join("JOIN devices AS d ON d.id = v.device_id").
 		ColumnExpr("v.public_id, d.label || '.' || v.label AS name").
-		Where("v.account_id = ?", account).Where("v.public_id IN (?)", bun.In(ids)).Scan(ctx, &rows)
+		Where("v.account_id = ?", account).Where("v.public_id IN (?)", bun.List(ids)).Scan(ctx, &rows)
 	if err != nil {
 		return nil, fmt.Errorf("check event loops: %w", err)
 	}

@@ -265,11 +265,16 @@ func validHeaderName(s string) bool {
 		return false
 	}
 	for _, r := range s {
-		if r > 127 || !(r == '-' || r == '_' || r == '.' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+		if !tokenChar(r) {
 			return false
 		}
 	}
 	return true
+}
+
+// tokenChar tells whether r may appear in a header name here.
+func tokenChar(r rune) bool {
+	return r == '-' || r == '_' || r == '.' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z'
 }
 
 // variableRef is a variable found by reference.
