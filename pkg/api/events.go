@@ -124,12 +124,12 @@ func (s *Server) deleteEvent(c *gin.Context) error {
 // lockEvents serializes the account's event writes, so that two concurrent creates
 // cannot each pass the loop check with the other's half of a loop.
 func lockEvents(ctx context.Context, tx bun.Tx, account int64) error {
-	_, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(?, ?)", eventsLockClass, account)
+	_, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(?, (? % 2147483647)::int)", eventsLockClass, account)
 	return err
 }
 
 // eventsLockClass is the first key of the per-account advisory lock of event writes.
-const eventsLockClass = 727_431_119 & 0x7fffffff
+const eventsLockClass = 727_431_119
 
 // delivery is a row of event_deliveries as listed.
 type delivery struct {

@@ -21,6 +21,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
+	"github.com/sensordata/sensorapi/pkg/apierr"
 	"github.com/sensordata/sensorapi/pkg/ingest"
 )
 
@@ -168,12 +169,24 @@ func (s *Service) run(ctx context.Context, job *river.Job[DeliveryArgs], req Act
 	return 0, fmt.Errorf("%w: unknown action type %q", errPermanent, req.Type)
 }
 
-// write writes dots to a target through the pipeline.
+// write writes dots to a target through the pipeline. A refusal no retry can change
+// (invalid dots, a variable gone, a disabled device) fails the delivery at once; the
+// database unavailable, a full queue or the storage budget are retried.
 func (s *Service) write(ctx context.Context, account int64, t target, dots []ingest.Dot) error {
+	var err error
 	if t.id != "" {
-		return s.writer.ToVariableID(ctx, account, t.id, dots)
+		err = s.writer.ToVariableID(ctx, account, t.id, dots)
+	} else {
+		err = s.writer.ToDevice(ctx, account, t.device, dots)
 	}
-	return s.writer.ToDevice(ctx, account, t.device, dots)
+	var ae *apierr.Error
+	if errors.As(err, &ae) {
+		switch ae.Kind {
+		case apierr.KindInvalid, apierr.KindNotFound, apierr.KindDisabled, apierr.KindForbidden:
+			return fmt.Errorf("%w: %w", errPermanent, err)
+		}
+	}
+	return err
 }
 
 // parseTarget reads a stored target: an id, or "<device>.<variable>" split at the last dot.

@@ -136,6 +136,7 @@ func (s *Service) Done() <-chan struct{} { return s.done }
 func (s *Service) sweepLoop(ctx context.Context) {
 	t := time.NewTicker(s.cfg.Sweep)
 	defer t.Stop()
+	pruned := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
@@ -147,6 +148,10 @@ func (s *Service) sweepLoop(ctx context.Context) {
 		case <-t.C:
 			if err := s.sweep(ctx); err != nil && ctx.Err() == nil {
 				s.log.Warn("event sweep", "error", err.Error())
+			}
+			if time.Since(pruned) > time.Hour {
+				pruned = time.Now()
+				s.prune(ctx)
 			}
 		}
 	}
@@ -193,6 +198,21 @@ func (s *Service) sweep(ctx context.Context) error {
 		return nil
 	})
 	return err
+}
+
+// DeliveryRetention is how long finished deliveries (delivered or failed) stay
+// listed; River keeps its finished jobs 24 h.
+const DeliveryRetention = 30 * 24 * time.Hour
+
+// prune removes finished deliveries older than DeliveryRetention.
+func (s *Service) prune(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.QueryTimeout)
+	defer cancel()
+	_, err := s.pool.Exec(ctx, `DELETE FROM event_deliveries WHERE created_at < now() - $1::interval
+		AND status IN ('delivered', 'failed')`, DeliveryRetention)
+	if err != nil && ctx.Err() == nil {
+		s.log.Warn("prune event deliveries", "error", err.Error())
+	}
 }
 
 // oldestPending is the age of the oldest delivery not yet delivered nor failed.
