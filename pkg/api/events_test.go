@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/sensordata/sensorapi/pkg/config"
 	"github.com/sensordata/sensorapi/pkg/events"
@@ -39,6 +40,7 @@ type hook struct {
 	Body                []byte
 	Method              string
 	At                  time.Time
+	OK                  bool // answered 200
 }
 
 // receiver is a real HTTP server on 127.0.0.1 that records webhooks.
@@ -54,12 +56,12 @@ func newReceiver(t *testing.T) *receiver {
 	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, q *http.Request) {
 		b, _ := io.ReadAll(q.Body)
 		r.mu.Lock()
-		r.hooks = append(r.hooks, hook{Delivery: q.Header.Get("X-Event-Delivery"),
-			Signature: q.Header.Get("X-Signature"), Body: b, Method: q.Method, At: time.Now()})
 		failing := r.fail > 0
 		if failing {
 			r.fail--
 		}
+		r.hooks = append(r.hooks, hook{Delivery: q.Header.Get("X-Event-Delivery"),
+			Signature: q.Header.Get("X-Signature"), Body: b, Method: q.Method, At: time.Now(), OK: !failing})
 		r.mu.Unlock()
 		if failing {
 			w.WriteHeader(http.StatusInternalServerError)
@@ -491,6 +493,10 @@ func TestEventWebhookRetries(t *testing.T) {
 		d["transition"] != "triggered" || d["action"] != "webhook" || d["deliveredAt"] == nil {
 		t.Fatalf("delivery: %v", d)
 	}
+	if r, ok := metricOf(t, c, "sensorapi_event_deliveries_total", "action", "webhook", "outcome", "retry"),
+		metricOf(t, c, "sensorapi_event_deliveries_total", "action", "webhook", "outcome", "delivered"); r != 2 || ok != 1 {
+		t.Fatalf("deliveries counted: %v retried, %v delivered", r, ok)
+	}
 }
 
 // eventInstance starts another instance of the service on the test database with
@@ -508,16 +514,32 @@ func eventInstance(t *testing.T) (*testenv.Client, func()) {
 // transitionsOf counts an instance's committed transitions (its /metrics counter).
 func transitionsOf(t *testing.T, c *testenv.Client) float64 {
 	t.Helper()
+	return metricOf(t, c, "sensorapi_event_transitions_total")
+}
+
+// metricOf sums an instance's metric (counters and gauges) over the series whose
+// labels include the given name=value pairs.
+func metricOf(t *testing.T, c *testenv.Client, name string, labels ...string) float64 {
+	t.Helper()
 	mfs, err := c.Server.Metrics.Registry.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
 	var n float64
 	for _, mf := range mfs {
-		if mf.GetName() == "sensorapi_event_transitions_total" {
-			for _, m := range mf.GetMetric() {
-				n += m.GetCounter().GetValue()
+		if mf.GetName() != name {
+			continue
+		}
+	series:
+		for _, m := range mf.GetMetric() {
+			for i := 0; i+1 < len(labels); i += 2 {
+				if !slices.ContainsFunc(m.GetLabel(), func(l *dto.LabelPair) bool {
+					return l.GetName() == labels[i] && l.GetValue() == labels[i+1]
+				}) {
+					continue series
+				}
 			}
+			n += m.GetCounter().GetValue() + m.GetGauge().GetValue()
 		}
 	}
 	return n
@@ -657,18 +679,31 @@ func TestEventDeliveriesSurviveAKilledInstance(t *testing.T) {
 	first := rcv.wait(t, 2, 10*time.Second)[0] // a failed attempt and its retry
 	killA()
 	n := len(rcv.got())
-	rcv.mu.Lock()
-	rcv.fail = 0
-	rcv.mu.Unlock()
 	time.Sleep(300 * time.Millisecond)
 	if len(rcv.got()) != n {
 		t.Fatal("the killed instance still delivers")
 	}
 	b, _ := eventInstance(t)
 	b = b.As(tok)
-	hs := rcv.wait(t, n+1, 10*time.Second)
-	if last := hs[len(hs)-1]; last.Delivery != first.Delivery {
-		t.Fatalf("delivered under %q, first attempted under %q", last.Delivery, first.Delivery)
+	if age := metricOf(t, b, "sensorapi_event_oldest_pending_delivery_seconds"); age <= 0 {
+		t.Fatalf("oldest pending delivery age %v with a delivery pending", age)
+	}
+	rcv.mu.Lock()
+	rcv.fail = 0
+	rcv.mu.Unlock()
+	var ok *hook
+	for deadline := time.Now().Add(10 * time.Second); ok == nil; time.Sleep(10 * time.Millisecond) {
+		for _, h := range rcv.got() {
+			if h.OK {
+				ok = &h
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the other instance did not deliver")
+		}
+	}
+	if ok.Delivery != first.Delivery {
+		t.Fatalf("delivered under %q, first attempted under %q", ok.Delivery, first.Delivery)
 	}
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		d := b.Get("/api/v2.0/events/~kill/deliveries").Object(t)["results"].([]any)[0].(map[string]any)
