@@ -67,6 +67,7 @@ func (s *Server) createEvent(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
+	s.eventsChanged(c)
 	r := e.JSON(s.baseURL(c))
 	r.Secret = secret
 	c.JSON(http.StatusCreated, r)
@@ -101,8 +102,16 @@ func (s *Server) updateEvent(full bool) handlerFunc {
 		if err != nil {
 			return err
 		}
+		s.eventsChanged(c)
 		c.JSON(http.StatusOK, e.JSON(s.baseURL(c)))
 		return nil
+	}
+}
+
+// eventsChanged tells this instance's evaluator that events changed.
+func (s *Server) eventsChanged(ctx context.Context) {
+	if s.EventsChanged != nil {
+		s.EventsChanged(ctx)
 	}
 }
 
@@ -117,6 +126,7 @@ func (s *Server) deleteEvent(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
+	s.eventsChanged(c)
 	c.Status(http.StatusNoContent)
 	return nil
 }

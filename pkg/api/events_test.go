@@ -824,7 +824,9 @@ func TestEventMQTTAndSetVariableActions(t *testing.T) {
 // changes an event's state to its webhook's arrival at the receiver (API.md §18's
 // target: p99 within 1 s), over 100 transitions written one at a time.
 func TestEventWebhookLatency(t *testing.T) {
-	c := env.ClientWith(t, eventConfig()).As(env.NewAccount(t))
+	cfg := eventConfig()
+	cfg.Events.Poll, cfg.Events.Sweep = 0, 0 // the defaults: new jobs are announced by notification
+	c := env.ClientWith(t, cfg).As(env.NewAccount(t))
 	rcv := newReceiver(t)
 	postDot(t, c, "lat", "v", 0, 1000)
 	createEvent(t, c, map[string]any{"label": "lat", "condition": map[string]any{

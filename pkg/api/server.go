@@ -4,6 +4,7 @@
 package api
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -35,6 +36,10 @@ type Server struct {
 	// Horizon is the raw horizon (API.md §16), read at most every server.HorizonTTL: writes
 	// before it are refused, reads before it answer from the rollup tiers.
 	Horizon *retention.Cache
+	// EventsChanged, when set, is called after an event was written, before the answer:
+	// this instance's evaluator reads the watched variables again at once (the others
+	// are told by notification, pkg/events).
+	EventsChanged func(ctx context.Context)
 
 	limits *limiters // per-token rate limits; nil when off
 }

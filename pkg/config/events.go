@@ -19,8 +19,8 @@ type Events struct {
 	Timeout             time.Duration // SENSORAPI_WEBHOOK_TIMEOUT: one webhook attempt (10s)
 	Workers             int           // SENSORAPI_EVENTS_WORKERS: deliveries running at once per instance (20)
 	Evaluators          int           // SENSORAPI_EVENTS_EVALUATORS: events evaluated at once per instance (2)
-	Sweep               time.Duration // SENSORAPI_EVENTS_SWEEP: catch-up of missed evaluations (5s)
-	Poll                time.Duration // SENSORAPI_EVENTS_POLL: deliveries' queue poll, besides notifications (1s)
+	Sweep               time.Duration // SENSORAPI_EVENTS_SWEEP: catch-up of missed evaluations (1s)
+	Poll                time.Duration // SENSORAPI_EVENTS_POLL: deliveries' queue poll, besides notifications (200ms)
 }
 
 // WithDefaults fills the zero fields.
@@ -34,8 +34,8 @@ func (e Events) WithDefaults() Events {
 	def(&e.RetryMax, time.Hour)
 	def(&e.GiveUp, 24*time.Hour)
 	def(&e.Timeout, 10*time.Second)
-	def(&e.Sweep, 5*time.Second)
-	def(&e.Poll, time.Second)
+	def(&e.Sweep, time.Second)
+	def(&e.Poll, 200*time.Millisecond)
 	if e.Workers <= 0 {
 		e.Workers = 20
 	}

@@ -98,6 +98,14 @@ func (s *Service) Reload() {
 	}
 }
 
+// Refresh reads the watched variables now (after an event was written through this
+// instance); on failure the sweep does it later.
+func (s *Service) Refresh(ctx context.Context) {
+	if err := s.load(ctx); err != nil {
+		s.log.Warn("read watched variables; the sweep retries", "error", err.Error())
+	}
+}
+
 // Run starts the deliveries' River client, the evaluators and the sweep, until ctx
 // ends; then it stops them (running deliveries are cancelled and retried, here or on
 // another instance) and closes Done. Call it once.

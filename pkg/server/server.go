@@ -73,6 +73,7 @@ func Start(ctx context.Context, db *store.DB, cfg config.Config, log *slog.Logge
 		return nil, err
 	}
 	in.Ingest.Follow(in.Events)
+	in.EventsChanged = in.Events.Refresh
 	in.Listener.OnReset(in.Events.Reload)
 	// a gap in notifications may have hidden any change: forget everything
 	in.Listener.OnReset(in.Tokens.Purge)
