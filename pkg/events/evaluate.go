@@ -3,7 +3,6 @@ package events
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -50,33 +49,54 @@ func (s *Service) enqueue(variable int64) {
 	}
 }
 
-// evaluateLoop evaluates queued variables until ctx ends.
+// maxBatch bounds the events one evaluation transaction takes.
+const maxBatch = 256
+
+// evaluateLoop evaluates queued variables until ctx ends: the variables waiting are
+// taken together, and all their events evaluated in one transaction.
 func (s *Service) evaluateLoop(ctx context.Context) {
 	for {
+		var vars []int64
 		select {
 		case <-ctx.Done():
 			return
 		case v := <-s.queue:
-			s.mu.Lock()
-			delete(s.queued, v)
-			s.mu.Unlock()
-			for _, id := range (*s.watched.Load())[v] {
-				more, err := s.evaluate(ctx, id)
-				if err != nil {
-					if ctx.Err() == nil {
-						s.log.Warn("event evaluation failed; the sweep retries it", "event", id, "error", err.Error())
-					}
-					continue
-				}
-				if more {
-					s.enqueue(v)
-				}
+			vars = append(vars, v)
+		}
+	more:
+		for len(vars) < maxBatch {
+			select {
+			case v := <-s.queue:
+				vars = append(vars, v)
+			default:
+				break more
 			}
+		}
+		s.mu.Lock()
+		for _, v := range vars {
+			delete(s.queued, v)
+		}
+		s.mu.Unlock()
+		watched := *s.watched.Load()
+		var ids []int64
+		for _, v := range vars {
+			ids = append(ids, watched[v]...)
+		}
+		for len(ids) > 0 {
+			n := min(len(ids), maxBatch)
+			again, err := s.evaluate(ctx, ids[:n])
+			if err != nil && ctx.Err() == nil {
+				s.log.Warn("event evaluation failed; the sweep retries it", "events", n, "error", err.Error())
+			}
+			for _, v := range again {
+				s.enqueue(v)
+			}
+			ids = ids[n:]
 		}
 	}
 }
 
-// batchValues bounds the values one evaluation transaction reads; more wait for the
+// batchValues bounds the values of one event one evaluation reads; more wait for the
 // next one.
 const batchValues = 5000
 
@@ -87,76 +107,90 @@ type transition struct {
 	value float64
 }
 
-// evaluate runs one event's state machine over the values of its variable committed
-// since its last evaluation, in one transaction: lock the event's row, read the
-// values in timestamp order, step, insert each transition's deliveries (rows and
-// River jobs), save the state, commit. more tells that values remain.
-func (s *Service) evaluate(ctx context.Context, eventID int64) (more bool, err error) {
+// evaluate runs the state machines of events over the values of their variables
+// committed since their last evaluation, in one transaction: lock the events' rows
+// (in key order, as every evaluator does), read each one's new values in timestamp
+// order, step, insert each transition's deliveries (rows and River jobs), save the
+// states, commit. again lists the variables with values left over.
+func (s *Service) evaluate(ctx context.Context, ids []int64) (again []int64, err error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.QueryTimeout)
 	defer cancel()
-	var fired []transition
+	fired := map[string]int{}
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		var e Event
-		var actions, back []byte
-		err := tx.QueryRow(ctx, `SELECT e.account_id, e.label, e.is_active, e.variable_id, e.operator, e.threshold,
-				e.duration_ms, e.actions, e.back_to_normal, e.state, e.run_since, e.last_ts, d.label, v.label
-			FROM events e JOIN variables v ON v.id = e.variable_id JOIN devices d ON d.id = v.device_id
-			WHERE e.id = $1 FOR UPDATE OF e`, eventID).Scan(&e.AccountID, &e.Label, &e.IsActive, &e.VariableID,
-			&e.Operator, &e.Threshold, &e.DurationMS, &actions, &back, &e.State, &e.RunSince, &e.LastTS,
-			&e.DeviceLabel, &e.VariableLabel)
-		if errors.Is(err, pgx.ErrNoRows) || (err == nil && !e.IsActive) {
-			return nil // deleted or disabled since it was queued
+		clear(fired)
+		again = again[:0]
+		evs, err := lockEvents(ctx, tx, ids)
+		if err != nil || len(evs) == 0 {
+			return err
 		}
-		if err != nil {
-			return fmt.Errorf("lock event: %w", err)
-		}
-		if err := json.Unmarshal(actions, &e.Actions); err != nil {
-			return fmt.Errorf("read actions: %w", err)
-		}
-		if err := json.Unmarshal(back, &e.BackToNormal); err != nil {
-			return fmt.Errorf("read actions: %w", err)
-		}
-		var after time.Time
-		if e.LastTS != nil {
-			after = time.UnixMilli(*e.LastTS).UTC()
-		}
-		st := State{State: e.State, RunSince: e.RunSince, LastTS: e.LastTS}
-		c := e.condition()
-		vals, err := readValues(ctx, tx, e.VariableID, after)
+		vals, err := readValues(ctx, tx, evs)
 		if err != nil {
 			return err
 		}
-		n := len(vals)
-		for _, v := range vals {
-			if to := st.Step(c, v.ts, v.value); to != "" {
-				fired = append(fired, transition{state: to, ts: v.ts, value: v.value})
+		u := stateUpdate{}
+		var deliveries []delivery
+		for i := range evs {
+			e := &evs[i]
+			vs := vals[e.ID]
+			if len(vs) == 0 {
+				continue
 			}
-		}
-		if n == 0 {
-			return nil
-		}
-		more = n == batchValues
-		for _, t := range fired {
-			if err := s.enqueueDeliveries(ctx, tx, eventID, &e, t); err != nil {
-				return err
+			if len(vs) == batchValues {
+				again = append(again, e.VariableID)
 			}
+			st := State{State: e.State, RunSince: e.RunSince, LastTS: e.LastTS}
+			c := e.condition()
+			changed := false
+			for _, v := range vs {
+				to := st.Step(c, v.ts, v.value)
+				if to == "" {
+					continue
+				}
+				changed = true
+				fired[to]++
+				deliveries = append(deliveries, e.deliveries(transition{state: to, ts: v.ts, value: v.value})...)
+			}
+			u.add(e.ID, st, changed)
 		}
-		changed := len(fired) > 0
-		_, err = tx.Exec(ctx, `UPDATE events SET state = $2, run_since = $3, last_ts = $4,
-			state_changed_at = CASE WHEN $5 THEN now() ELSE state_changed_at END WHERE id = $1`,
-			eventID, st.State, st.RunSince, st.LastTS, changed)
-		if err != nil {
-			return fmt.Errorf("save event state: %w", err)
+		if err := s.insertDeliveries(ctx, tx, deliveries); err != nil {
+			return err
 		}
-		return nil
+		return u.save(ctx, tx)
 	})
 	if err != nil {
-		return false, err
+		return nil, err
 	}
-	for _, t := range fired {
-		s.metrics.transitions.WithLabelValues(t.state).Inc()
+	for state, n := range fired {
+		s.metrics.transitions.WithLabelValues(state).Add(float64(n))
 	}
-	return more, nil
+	return again, nil
+}
+
+// lockEvents locks the active events among ids, in key order, and reads them.
+func lockEvents(ctx context.Context, tx pgx.Tx, ids []int64) ([]Event, error) {
+	rows, err := tx.Query(ctx, `SELECT e.id, e.account_id, e.label, e.variable_id, e.operator, e.threshold,
+			e.duration_ms, e.actions, e.back_to_normal, e.state, e.run_since, e.last_ts, d.label, v.label
+		FROM events e JOIN variables v ON v.id = e.variable_id JOIN devices d ON d.id = v.device_id
+		WHERE e.id = ANY($1) AND e.is_active ORDER BY e.id FOR UPDATE OF e`, ids)
+	if err != nil {
+		return nil, fmt.Errorf("lock events: %w", err)
+	}
+	evs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Event, error) {
+		var e Event
+		var actions, back []byte
+		if err := r.Scan(&e.ID, &e.AccountID, &e.Label, &e.VariableID, &e.Operator, &e.Threshold, &e.DurationMS,
+			&actions, &back, &e.State, &e.RunSince, &e.LastTS, &e.DeviceLabel, &e.VariableLabel); err != nil {
+			return e, err
+		}
+		if err := json.Unmarshal(actions, &e.Actions); err != nil {
+			return e, err
+		}
+		return e, json.Unmarshal(back, &e.BackToNormal)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("lock events: %w", err)
+	}
+	return evs, nil
 }
 
 // value is one stored value.
@@ -165,52 +199,119 @@ type value struct {
 	value float64
 }
 
-// readValues reads the variable's values after a time, oldest first, at most
-// batchValues.
-func readValues(ctx context.Context, tx pgx.Tx, variable int64, after time.Time) ([]value, error) {
-	rows, err := tx.Query(ctx, `SELECT (extract(epoch FROM ts) * 1000)::bigint, value FROM "values"
-		WHERE variable_id = $1 AND ts > $2 ORDER BY ts LIMIT $3`, variable, after, batchValues)
+// readValues reads each event's values newer than its last evaluated one, oldest
+// first, at most batchValues each.
+func readValues(ctx context.Context, tx pgx.Tx, evs []Event) (map[int64][]value, error) {
+	ids, vars, after := make([]int64, len(evs)), make([]int64, len(evs)), make([]time.Time, len(evs))
+	for i, e := range evs {
+		ids[i], vars[i] = e.ID, e.VariableID
+		if e.LastTS != nil {
+			after[i] = time.UnixMilli(*e.LastTS).UTC()
+		}
+	}
+	rows, err := tx.Query(ctx, `SELECT e.id, (extract(epoch FROM x.ts) * 1000)::bigint, x.value
+		FROM unnest($1::bigint[], $2::bigint[], $3::timestamptz[]) AS e(id, variable_id, after)
+		CROSS JOIN LATERAL (SELECT ts, value FROM "values"
+			WHERE variable_id = e.variable_id AND ts > e.after ORDER BY ts LIMIT $4) x
+		ORDER BY e.id, x.ts`, ids, vars, after, batchValues)
 	if err != nil {
 		return nil, fmt.Errorf("read values: %w", err)
 	}
-	vals, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (value, error) {
-		var v value
-		err := r.Scan(&v.ts, &v.value)
-		return v, err
-	})
-	if err != nil {
+	out := map[int64][]value{}
+	var id int64
+	var v value
+	if _, err := pgx.ForEachRow(rows, []any{&id, &v.ts, &v.value}, func() error {
+		out[id] = append(out[id], v)
+		return nil
+	}); err != nil {
 		return nil, fmt.Errorf("read values: %w", err)
 	}
-	return vals, nil
+	return out, nil
 }
 
-// enqueueDeliveries inserts one delivery per action of a transition, each with its
-// River job, in the evaluating transaction.
-func (s *Service) enqueueDeliveries(ctx context.Context, tx pgx.Tx, eventID int64, e *Event, t transition) error {
+// stateUpdate collects the new states of a batch, saved with one statement.
+type stateUpdate struct {
+	ids     []int64
+	states  []string
+	since   []*int64
+	last    []*int64
+	changed []bool
+}
+
+func (u *stateUpdate) add(id int64, st State, changed bool) {
+	u.ids = append(u.ids, id)
+	u.states = append(u.states, st.State)
+	u.since = append(u.since, st.RunSince)
+	u.last = append(u.last, st.LastTS)
+	u.changed = append(u.changed, changed)
+}
+
+func (u *stateUpdate) save(ctx context.Context, tx pgx.Tx) error {
+	if len(u.ids) == 0 {
+		return nil
+	}
+	_, err := tx.Exec(ctx, `UPDATE events e SET state = u.state, run_since = u.run_since, last_ts = u.last_ts,
+		state_changed_at = CASE WHEN u.changed THEN now() ELSE e.state_changed_at END
+		FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::bigint[], $5::bool[])
+			AS u(id, state, run_since, last_ts, changed)
+		WHERE e.id = u.id`, u.ids, u.states, u.since, u.last, u.changed)
+	if err != nil {
+		return fmt.Errorf("save event states: %w", err)
+	}
+	return nil
+}
+
+// delivery is one action of a transition, rendered.
+type delivery struct {
+	event      int64
+	index      int
+	actionType string
+	transition string
+	request    []byte
+}
+
+// deliveries renders the actions of a transition.
+func (e *Event) deliveries(t transition) []delivery {
 	as := e.Actions
 	if t.state == Normal {
 		as = e.BackToNormal
 	}
 	vars := Vars{Value: t.value, Timestamp: t.ts, Device: e.DeviceLabel, Variable: e.VariableLabel,
 		Event: e.Label, State: t.state}
-	var jobs []river.InsertManyParams
+	out := make([]delivery, 0, len(as))
 	for i, a := range as {
-		req, err := json.Marshal(a.render(vars))
-		if err != nil {
-			return fmt.Errorf("render action: %w", err)
-		}
-		var id int64
-		var pub string
-		err = tx.QueryRow(ctx, `INSERT INTO event_deliveries (event_id, action_index, action_type, transition, request)
-			VALUES ($1, $2, $3, $4, $5) RETURNING id, public_id`, eventID, i, a.Type, t.state, req).Scan(&id, &pub)
-		if err != nil {
-			return fmt.Errorf("insert delivery: %w", err)
-		}
+		req, _ := json.Marshal(a.render(vars)) // strings and numbers only: cannot fail
+		out = append(out, delivery{event: e.ID, index: i, actionType: a.Type, transition: t.state, request: req})
+	}
+	return out
+}
+
+// insertDeliveries inserts the deliveries' rows and their River jobs in the
+// evaluating transaction.
+func (s *Service) insertDeliveries(ctx context.Context, tx pgx.Tx, ds []delivery) error {
+	if len(ds) == 0 {
+		return nil
+	}
+	events, idx, types, trans, reqs := make([]int64, len(ds)), make([]int32, len(ds)), make([]string, len(ds)),
+		make([]string, len(ds)), make([]string, len(ds))
+	for i, d := range ds {
+		events[i], idx[i], types[i], trans[i], reqs[i] = d.event, int32(d.index), d.actionType, d.transition, string(d.request)
+	}
+	rows, err := tx.Query(ctx, `INSERT INTO event_deliveries (event_id, action_index, action_type, transition, request)
+		SELECT * FROM unnest($1::bigint[], $2::int[], $3::text[], $4::text[], $5::jsonb[])
+		RETURNING id, public_id`, events, idx, types, trans, reqs)
+	if err != nil {
+		return fmt.Errorf("insert deliveries: %w", err)
+	}
+	var jobs []river.InsertManyParams
+	var id int64
+	var pub string
+	if _, err := pgx.ForEachRow(rows, []any{&id, &pub}, func() error {
 		jobs = append(jobs, river.InsertManyParams{Args: DeliveryArgs{Delivery: id, ID: pub},
 			InsertOpts: &river.InsertOpts{Queue: queueName, MaxAttempts: maxAttempts}})
-	}
-	if len(jobs) == 0 {
 		return nil
+	}); err != nil {
+		return fmt.Errorf("insert deliveries: %w", err)
 	}
 	if _, err := s.river.InsertManyTx(ctx, tx, jobs); err != nil {
 		return fmt.Errorf("enqueue deliveries: %w", err)
