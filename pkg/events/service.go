@@ -114,24 +114,38 @@ func (s *Service) Run(ctx context.Context) {
 	if err := s.load(ctx); err != nil && ctx.Err() == nil {
 		s.log.Warn("read watched variables; the sweep retries", "error", err.Error())
 	}
-	started := true
-	if err := s.river.Start(context.WithoutCancel(ctx)); err != nil {
-		s.log.Error("start event deliveries", "error", err.Error())
-		started = false
-	}
 	var wg sync.WaitGroup
+	var started atomic.Bool
+	wg.Go(func() { started.Store(s.startDeliveries(ctx)) })
 	for range s.cfg.Evaluators {
 		wg.Go(func() { s.evaluateLoop(ctx) })
 	}
 	wg.Go(func() { s.sweepLoop(ctx) })
 	<-ctx.Done()
 	wg.Wait()
-	if started {
+	if started.Load() {
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		if err := s.river.StopAndCancel(sctx); err != nil {
 			s.log.Warn("stop event deliveries", "error", err.Error())
 		}
 		cancel()
+	}
+}
+
+// startDeliveries starts the River client, retrying every 2 s while the database
+// cannot be reached (River pings it first); false when ctx ended first.
+func (s *Service) startDeliveries(ctx context.Context) bool {
+	for {
+		err := s.river.Start(context.WithoutCancel(ctx))
+		if err == nil {
+			return true
+		}
+		s.log.Warn("start event deliveries; retrying", "error", err.Error())
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(2 * time.Second):
+		}
 	}
 }
 
