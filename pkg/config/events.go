@@ -20,7 +20,7 @@ type Events struct {
 	Workers             int           // SENSORAPI_EVENTS_WORKERS: deliveries running at once per instance (20)
 	Evaluators          int           // SENSORAPI_EVENTS_EVALUATORS: events evaluated at once per instance (2)
 	Sweep               time.Duration // SENSORAPI_EVENTS_SWEEP: catch-up of missed evaluations (1s)
-	Poll                time.Duration // SENSORAPI_EVENTS_POLL: deliveries' queue poll, besides notifications (200ms)
+	Poll                time.Duration // SENSORAPI_EVENTS_POLL: deliveries' queue poll (100ms)
 }
 
 // WithDefaults fills the zero fields.
@@ -35,7 +35,7 @@ func (e Events) WithDefaults() Events {
 	def(&e.GiveUp, 24*time.Hour)
 	def(&e.Timeout, 10*time.Second)
 	def(&e.Sweep, time.Second)
-	def(&e.Poll, 200*time.Millisecond)
+	def(&e.Poll, 100*time.Millisecond)
 	if e.Workers <= 0 {
 		e.Workers = 20
 	}
