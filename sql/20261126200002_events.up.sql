@@ -1,5 +1,5 @@
 -- Events (API.md §18, docs/events.md): a condition on one variable, actions on trigger
--- and back to normal. The state machine's state lives in the event's row: the
+-- and back to normal. The state machine's state lives in event_states: the
 -- evaluator (pkg/events) locks it (SELECT … FOR UPDATE), reads the variable's values
 -- newer than last_ts in timestamp order, and commits the new state together with the
 -- deliveries of every transition (rows here plus their River jobs), so a transition's
@@ -19,16 +19,24 @@ CREATE TABLE events (
     back_to_normal  jsonb NOT NULL DEFAULT '[]',
     -- the HMAC key of webhook signatures: kept in clear (it signs), shown once
     secret          text NOT NULL,
-    -- the state machine
-    state           text NOT NULL DEFAULT 'normal' CHECK (state IN ('normal', 'triggered')),
-    run_since       bigint,          -- first value of the current run meeting the condition
-    last_ts         bigint,          -- the newest value evaluated
-    state_changed_at timestamptz,
     created_at      timestamptz NOT NULL DEFAULT now(),
     UNIQUE (account_id, label)
 );
 CREATE INDEX events_account_created_idx ON events (account_id, created_at DESC, id DESC);
 CREATE INDEX events_variable_idx ON events (variable_id);
+
+--bun:split
+
+-- The state machine of each event, in a narrow row of its own: every evaluation locks
+-- and rewrites it (last_ts moves with every value), so it is kept small (WAL per
+-- update) and with room for HOT updates, apart from the event's settings.
+CREATE TABLE event_states (
+    event_id    bigint PRIMARY KEY REFERENCES events ON DELETE CASCADE,
+    state       text NOT NULL DEFAULT 'normal' CHECK (state IN ('normal', 'triggered')),
+    run_since   bigint,          -- first value of the current run meeting the condition
+    last_ts     bigint,          -- the newest value evaluated
+    changed_at  timestamptz      -- when the state last changed
+) WITH (fillfactor = 50);
 
 --bun:split
 

@@ -59,10 +59,15 @@ func (s *Server) createEvent(c *gin.Context) error {
 		if err := lockEvents(ctx, tx, e.AccountID); err != nil {
 			return err
 		}
-		if err := events.Apply(ctx, tx, raw, e, true, s.Config.Events.WebhookAllowPrivate); err != nil {
+		if _, err := events.Apply(ctx, tx, raw, e, true, s.Config.Events.WebhookAllowPrivate); err != nil {
 			return err
 		}
-		return events.Insert(ctx, tx, e)
+		if err := events.Insert(ctx, tx, e); err != nil {
+			return err
+		}
+		var err error // read back with its state
+		e, err = events.Find(ctx, tx, e.AccountID, e.PublicID, false)
+		return err
 	})
 	if err != nil {
 		return err
@@ -90,10 +95,11 @@ func (s *Server) updateEvent(full bool) handlerFunc {
 			if e, err = events.Find(ctx, tx, account(c).ID, c.Param("event"), true); err != nil {
 				return err
 			}
-			if err := events.Apply(ctx, tx, raw, e, full, s.Config.Events.WebhookAllowPrivate); err != nil {
+			reset, err := events.Apply(ctx, tx, raw, e, full, s.Config.Events.WebhookAllowPrivate)
+			if err != nil {
 				return err
 			}
-			if err := events.Update(ctx, tx, e); err != nil {
+			if err := events.Update(ctx, tx, e, reset); err != nil {
 				return err
 			}
 			e, err = events.Find(ctx, tx, account(c).ID, e.PublicID, false)

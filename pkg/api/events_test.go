@@ -635,7 +635,7 @@ func TestEventTwoInstancesDeliverEachTransitionOnce(t *testing.T) {
 	var rows int
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		var last *int64
-		if err := env.DB.NewRaw(`SELECT last_ts FROM events WHERE public_id = ?`, evID).Scan(context.Background(), &last); err == nil &&
+		if err := env.DB.NewRaw(`SELECT s.last_ts FROM event_states s JOIN events e ON e.id = s.event_id WHERE e.public_id = ?`, evID).Scan(context.Background(), &last); err == nil &&
 			last != nil && *last == 139_000 {
 			break
 		}

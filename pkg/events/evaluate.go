@@ -180,12 +180,14 @@ func (s *Service) evaluate(ctx context.Context, ids []int64) (again []int64, err
 	return again, nil
 }
 
-// lockEvents locks the active events among ids, in key order, and reads them.
+// lockEvents locks the states of the active events among ids, in key order, and
+// reads them with their settings.
 func lockEvents(ctx context.Context, tx pgx.Tx, ids []int64) ([]Event, error) {
 	rows, err := tx.Query(ctx, `SELECT e.id, e.account_id, e.label, e.variable_id, e.operator, e.threshold,
-			e.duration_ms, e.actions, e.back_to_normal, e.state, e.run_since, e.last_ts, d.label, v.label
-		FROM events e JOIN variables v ON v.id = e.variable_id JOIN devices d ON d.id = v.device_id
-		WHERE e.id = ANY($1) AND e.is_active ORDER BY e.id FOR UPDATE OF e`, ids)
+			e.duration_ms, e.actions, e.back_to_normal, s.state, s.run_since, s.last_ts, d.label, v.label
+		FROM event_states s JOIN events e ON e.id = s.event_id
+			JOIN variables v ON v.id = e.variable_id JOIN devices d ON d.id = v.device_id
+		WHERE s.event_id = ANY($1) AND e.is_active ORDER BY s.event_id FOR UPDATE OF s`, ids)
 	if err != nil {
 		return nil, fmt.Errorf("lock events: %w", err)
 	}
@@ -268,11 +270,11 @@ func (u *stateUpdate) save(ctx context.Context, tx pgx.Tx, bookkeeping bool) err
 	if bookkeeping {
 		b.Queue("SET LOCAL synchronous_commit = off")
 	}
-	b.Queue(`UPDATE events e SET state = u.state, run_since = u.run_since, last_ts = u.last_ts,
-		state_changed_at = CASE WHEN u.changed THEN now() ELSE e.state_changed_at END
+	b.Queue(`UPDATE event_states s SET state = u.state, run_since = u.run_since, last_ts = u.last_ts,
+		changed_at = CASE WHEN u.changed THEN now() ELSE s.changed_at END
 		FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::bigint[], $5::bool[])
 			AS u(id, state, run_since, last_ts, changed)
-		WHERE e.id = u.id`, u.ids, u.states, u.since, u.last, u.changed)
+		WHERE s.event_id = u.id`, u.ids, u.states, u.since, u.last, u.changed)
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("save event states: %w", err)
 	}

@@ -33,10 +33,10 @@ type Event struct {
 	Actions        []Action   `bun:"actions,type:jsonb"`
 	BackToNormal   []Action   `bun:"back_to_normal,type:jsonb"`
 	Secret         string     `bun:"secret"`
-	State          string     `bun:"state"`
-	RunSince       *int64     `bun:"run_since"`
-	LastTS         *int64     `bun:"last_ts"`
-	StateChangedAt *time.Time `bun:"state_changed_at"`
+	State          string     `bun:"state,scanonly"` // event_states
+	RunSince       *int64     `bun:"run_since,scanonly"`
+	LastTS         *int64     `bun:"last_ts,scanonly"`
+	StateChangedAt *time.Time `bun:"state_changed_at,scanonly"`
 	CreatedAt      time.Time  `bun:"created_at,nullzero"`
 
 	VariablePublicID string `bun:"variable_public_id,scanonly"`
@@ -107,21 +107,22 @@ var Fields = map[string]store.Field{
 	"id":        {Column: "e.public_id", Kind: store.ID},
 	"label":     {Column: "e.label", Kind: store.Text, Sortable: true, Searchable: true},
 	"isActive":  {Column: "e.is_active", Kind: store.Bool},
-	"state":     {Column: "e.state", Kind: store.Text},
+	"state":     {Column: "s.state", Kind: store.Text},
 	"createdAt": {Column: "e.created_at", Kind: store.Time, Sortable: true},
 }
 
 // rows scopes a select of events (alias e) to the account, joining the condition
-// variable (v) and its device (d).
+// variable (v), its device (d) and the state (s).
 func rows(q *bun.SelectQuery, accountID int64) *bun.SelectQuery {
 	return q.Join("JOIN variables AS v ON v.id = e.variable_id").Join("JOIN devices AS d ON d.id = v.device_id").
-		Where("e.account_id = ?", accountID)
+		Join("JOIN event_states AS s ON s.event_id = e.id").Where("e.account_id = ?", accountID)
 }
 
 // columns are the columns of a full Event.
 func columns(q *bun.SelectQuery) *bun.SelectQuery {
 	return q.ColumnExpr("e.*").
-		ColumnExpr("v.public_id AS variable_public_id, v.label AS variable_label, d.label AS device_label")
+		ColumnExpr("v.public_id AS variable_public_id, v.label AS variable_label, d.label AS device_label").
+		ColumnExpr("s.state, s.run_since, s.last_ts, s.changed_at AS state_changed_at")
 }
 
 // List returns one page of the account's events and the count of all matches.
@@ -162,21 +163,37 @@ func Find(ctx context.Context, db bun.IDB, accountID int64, rawKey string, forUp
 	return e, nil
 }
 
-// Insert creates the event, its state read back with it.
+// Insert creates the event and its state (Apply set it).
 func Insert(ctx context.Context, db bun.IDB, e *Event) error {
 	_, err := db.NewInsert().Model(e).
 		Column("account_id", "label", "is_active", "variable_id", "operator", "threshold", "duration_ms",
-			"actions", "back_to_normal", "secret", "last_ts").
-		Returning("id, public_id, state, created_at").Exec(ctx)
-	return writeError(err)
+			"actions", "back_to_normal", "secret").
+		Returning("id, public_id, created_at").Exec(ctx)
+	if err != nil {
+		return writeError(err)
+	}
+	_, err = db.NewRaw(`INSERT INTO event_states (event_id, state, run_since, last_ts) VALUES (?, ?, ?, ?)`,
+		e.ID, e.State, e.RunSince, e.LastTS).Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("write event state: %w", err)
+	}
+	return nil
 }
 
-// Update saves the event's settings and its (possibly reset) state.
-func Update(ctx context.Context, db bun.IDB, e *Event) error {
+// Update saves the event's settings, and its state when reset (Apply).
+func Update(ctx context.Context, db bun.IDB, e *Event, reset bool) error {
 	_, err := db.NewUpdate().Model(e).
 		Column("label", "is_active", "variable_id", "operator", "threshold", "duration_ms", "actions",
-			"back_to_normal", "state", "run_since", "last_ts").WherePK().Exec(ctx)
-	return writeError(err)
+			"back_to_normal").WherePK().Exec(ctx)
+	if err != nil || !reset {
+		return writeError(err)
+	}
+	_, err = db.NewRaw(`UPDATE event_states SET state = ?, run_since = ?, last_ts = ? WHERE event_id = ?`,
+		e.State, e.RunSince, e.LastTS, e.ID).Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("write event state: %w", err)
+	}
+	return nil
 }
 
 // Delete removes the account's event and its deliveries.

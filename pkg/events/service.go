@@ -214,9 +214,10 @@ func (s *Service) sweep(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.QueryTimeout)
 	defer cancel()
-	rows, err := s.pool.Query(ctx, `SELECT DISTINCT e.variable_id FROM events e JOIN variables v ON v.id = e.variable_id
+	rows, err := s.pool.Query(ctx, `SELECT DISTINCT e.variable_id
+		FROM events e JOIN event_states s ON s.event_id = e.id JOIN variables v ON v.id = e.variable_id
 		WHERE e.is_active AND v.last_value_ts IS NOT NULL
-		AND (extract(epoch FROM v.last_value_ts) * 1000)::bigint > coalesce(e.last_ts, -1)`)
+		AND (extract(epoch FROM v.last_value_ts) * 1000)::bigint > coalesce(s.last_ts, -1)`)
 	if err != nil {
 		return fmt.Errorf("sweep events: %w", err)
 	}

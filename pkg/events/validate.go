@@ -33,7 +33,7 @@ var reservedHeaders = []string{"x-event-delivery", "x-signature", "host", "conte
 // addresses (SENSORAPI_WEBHOOK_ALLOW_PRIVATE). A new condition, a new variable or a
 // reactivation resets the state to normal from the variable's current last value on:
 // only values written from then on are evaluated.
-func Apply(ctx context.Context, db bun.IDB, raw map[string]json.RawMessage, e *Event, create, allowPrivate bool) error {
+func Apply(ctx context.Context, db bun.IDB, raw map[string]json.RawMessage, e *Event, create, allowPrivate bool) (reset bool, err error) {
 	errs := apierr.Fields{}
 	o := validate.NewObject(raw, errs, "")
 	if create {
@@ -42,7 +42,7 @@ func Apply(ctx context.Context, db bun.IDB, raw map[string]json.RawMessage, e *E
 	if l, ok := o.Label("label"); ok {
 		e.Label = l
 	}
-	reset := create
+	reset = create
 	if b, ok := o.Bool("isActive"); ok {
 		reset = reset || (b && !e.IsActive)
 		e.IsActive = b
@@ -50,7 +50,7 @@ func Apply(ctx context.Context, db bun.IDB, raw map[string]json.RawMessage, e *E
 	if c, ok := o.Object("condition"); ok {
 		changed, err := readCondition(ctx, db, c, e, create)
 		if err != nil {
-			return err
+			return false, err
 		}
 		reset = reset || changed
 	}
@@ -70,17 +70,18 @@ func Apply(ctx context.Context, db bun.IDB, raw map[string]json.RawMessage, e *E
 		e.BackToNormal = []Action{}
 	}
 	if err := errs.Err(); err != nil {
-		return err
+		return false, err
 	}
 	if err := checkLoops(ctx, db, e); err != nil {
-		return err
+		return false, err
 	}
 	if reset {
 		e.State, e.RunSince = Normal, nil
-		return db.NewRaw(`SELECT (extract(epoch FROM last_value_ts) * 1000)::bigint FROM variables WHERE id = ?`,
+		err := db.NewRaw(`SELECT (extract(epoch FROM last_value_ts) * 1000)::bigint FROM variables WHERE id = ?`,
 			e.VariableID).Scan(ctx, &e.LastTS)
+		return true, err
 	}
-	return nil
+	return false, nil
 }
 
 // readCondition reads the condition object; changed tells whether it differs now.
