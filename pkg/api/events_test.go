@@ -21,6 +21,7 @@ import (
 
 	"github.com/sensordata/sensorapi/pkg/config"
 	"github.com/sensordata/sensorapi/pkg/events"
+	"github.com/sensordata/sensorapi/pkg/ingest"
 	"github.com/sensordata/sensorapi/pkg/store"
 	"github.com/sensordata/sensorapi/pkg/testenv"
 )
@@ -726,10 +727,14 @@ func TestEventSweepCatchesUp(t *testing.T) {
 	createEvent(t, c, map[string]any{"label": "swept", "condition": map[string]any{
 		"variable": "s.v", "operator": ">", "value": 0}, "actions": []any{webhook(rcv)}})
 	id := c.Get("/api/v2.0/devices/~s/variables/~v").Object(t)["id"].(string)
-	_, err := env.DB.ExecContext(context.Background(), `WITH v AS (SELECT id FROM variables WHERE public_id = ?),
-		ins AS (INSERT INTO "values" (variable_id, ts, value) SELECT id, to_timestamp(5), 7 FROM v)
-		UPDATE variables SET last_value = 7, last_value_ts = to_timestamp(5) WHERE id = (SELECT id FROM v)`, id)
-	if err != nil {
+	var acct int64
+	if err := env.DB.NewRaw(`SELECT account_id FROM variables WHERE public_id = ?`, id).Scan(context.Background(), &acct); err != nil {
+		t.Fatal(err)
+	}
+	// the service's own write path (values, last value, rollup tiers), with no
+	// follower to tell
+	direct := ingest.Direct(&ingest.Store{Pool: env.DB.Pool})
+	if err := direct.ToDevice(context.Background(), acct, "s", []ingest.Dot{{Target: "v", Value: 7, TS: 5000}}); err != nil {
 		t.Fatal(err)
 	}
 	h := rcv.wait(t, 1, 5*time.Second)
