@@ -8,7 +8,7 @@ export PATH := $(PATH):/usr/local/go/bin
 GO ?= go
 BIN := bin/sensorapi
 
-.PHONY: run reset build test test-tools console-deps prepare vet lint bench bench-tiers bench-fleet bench-mqtt fuzz fuzz-short loadtest image clean
+.PHONY: run reset build test test-ha test-tools console-deps prepare vet lint bench bench-tiers bench-storage bench-fleet bench-mqtt fuzz fuzz-short loadtest image clean
 
 ## run: build and serve on :8080 (starts TimescaleDB itself without DATABASE_URL: the
 ## container $(DATA_VOLUME), stopped on exit and started again next time, with its data
@@ -64,6 +64,15 @@ test: prepare test-tools vet
 	$(GO) test -count=1 -timeout 20m ./...
 	SENSORAPI_TEST_LOAD=1 $(GO) test -count=1 -timeout 10m -p 1 -run '$(LOAD_TESTS)' ./pkg/api ./pkg/mqtt
 
+## test-ha: the failover test alone (issue 30, docs/scaling.md): etcd and two
+## Patroni-managed TimescaleDB nodes (image sensorapi/patroni:pg17-local, built once from
+## Debian packages); the primary is killed under HTTP and MQTT writers FAILOVERS times
+## (default 2: each node once), and each unavailability is printed with their p50
+FAILOVERS ?= 2
+test-ha:
+	$(GO) run ./testcontainers/prepare -ha
+	SENSORAPI_TEST_HA=1 SENSORAPI_FAILOVERS=$(FAILOVERS) $(GO) test -count=1 -timeout 20m -v -run '^TestFailover$$' ./pkg/failover
+
 ## bench: ingestion, statistics and resample through the real server, next to their floors,
 ## and the tiers workload (bench-tiers)
 bench: prepare
@@ -73,6 +82,13 @@ bench: prepare
 ## at 10 s (written with sensorapi load), next to hand-written SQL over the raw values,
 ## and the rollup tiers' size on disk per raw point
 bench-tiers: prepare
+	$(GO) run ./cmd/sensorbench -only tiers
+
+## bench-storage: issue 32's six kinds of series over 90 days, bytes per point as rows and
+## packed (per kind, per table, database growth), pack throughput; then bench-tiers,
+## whose cases run again on packed days
+bench-storage: prepare
+	$(GO) run ./cmd/sensorbench -only storage
 	$(GO) run ./cmd/sensorbench -only tiers
 
 ## bench-fleet: thousands of devices sending one small message each, through HTTP,

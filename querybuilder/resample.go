@@ -90,13 +90,21 @@ const lastNote = "raw values: the last 100 of each variable (no range)"
 
 // lastPoints: without a range (API.md §8), each variable's last 100 values come from a
 // LATERAL top-N that walks the (variable_id, ts DESC) index backwards and stops after
-// 100 rows (once per variable, however often it is requested).
+// 100 rows (once per variable, however often it is requested), and unpacks only the
+// packed days that can hold a variable's last 100 (packed_newest_day).
 func lastPoints(cols []string) sq.Sqlizer {
 	return sq.Expr(`    SELECT p.*
     FROM (SELECT DISTINCT id FROM vars) v
     CROSS JOIN LATERAL (
-      SELECT ` + rawColumns("", cols) + ` FROM "values"
-      WHERE variable_id = v.id
+      SELECT * FROM (
+        (SELECT ` + rawColumns("", cols) + ` FROM "values"
+         WHERE variable_id = v.id
+         ORDER BY ts DESC
+         LIMIT 100)
+        UNION ALL
+        SELECT ` + rawColumns("", cols) + `
+        FROM packed_values(ARRAY[v.id], packed_newest_day(v.id, 100, 'infinity'), 'infinity')
+      ) both_layouts
       ORDER BY ts DESC
       LIMIT 100
     ) p`)
@@ -115,12 +123,34 @@ func rangePoints(c cover, guarded bool, start, end *time.Time, cols []string) sq
 	// a one-time filter per branch cost a node every row passes, 5% of case A.
 	return sq.ConcatExpr("    ", summaries("ANY (ARRAY(SELECT id FROM vars WHERE (SELECT ok FROM zonecheck)))", c, cols), `
     UNION ALL
-    `, rawSummaries("ANY (ARRAY(SELECT id FROM vars WHERE NOT (SELECT ok FROM zonecheck)))", inRange("x.ts", start, end), cols))
+    `, rawSummaries("ANY (ARRAY(SELECT id FROM vars WHERE NOT (SELECT ok FROM zonecheck)))", inRange("x.ts", start, end),
+		packedRange(start, end), cols))
 }
 
 // joinOrd gives every summary row its variable's position in the request.
 func joinOrd(rows sq.Sqlizer) sq.Sqlizer {
 	return sq.ConcatExpr("  SELECT vars.ord, p.*\n  FROM vars\n  JOIN (\n", rows, "\n  ) p ON p.variable_id = vars.id")
+}
+
+// packedRange is the range rule's bounds as packed_values' first and last.
+func packedRange(start, end *time.Time) sq.Sqlizer {
+	return sq.ConcatExpr(packedFirst(start), ", ", packedLast(end))
+}
+
+// packedFirst is the range rule's first instant (none: the first value).
+func packedFirst(start *time.Time) sq.Sqlizer {
+	if start == nil {
+		return sq.Expr("'-infinity'::timestamptz")
+	}
+	return sq.Expr("?::timestamptz", *start)
+}
+
+// packedLast is the range rule's last instant (none: now).
+func packedLast(end *time.Time) sq.Sqlizer {
+	if end == nil {
+		return sq.Expr("now()")
+	}
+	return sq.Expr("?::timestamptz", *end)
 }
 
 // inRange is the range rule's predicate on a ts column (one bound may be open; "only
@@ -136,7 +166,8 @@ func inRange(col string, start, end *time.Time) sq.Sqlizer {
 }
 
 // earliest is the earliest point in range among the variables: per variable one index
-// probe of the raw values (LIMIT 1 on (variable_id, ts)) and one of the minute tier
+// probe of the raw values (LIMIT 1 on (variable_id, ts)), the first two packed days in
+// range (the range may start after the first one's last dot), and one of the minute tier
 // over the cover's whole minutes (their first dots: the only trace of values that
 // retention removed), so that finding the grid origin does not read the points and
 // pts stays a single-use CTE that PostgreSQL inlines into the aggregation. Without a
@@ -148,6 +179,11 @@ func earliest(start, end *time.Time, c *cover) sq.Sqlizer {
 	return sq.ConcatExpr(`SELECT min(f.ts) AS ts FROM vars CROSS JOIN LATERAL (
     (SELECT ts FROM "values" WHERE variable_id = vars.id AND `, inRange("ts", start, end), `
     ORDER BY ts LIMIT 1)
+    UNION ALL
+    (SELECT min(x.ts) FROM (SELECT day FROM values_packed WHERE variable_id = vars.id AND day >= time_bucket(INTERVAL '1 day', `,
+		packedFirst(start), `) AND day <= `, packedLast(end), ` ORDER BY day LIMIT 2) d
+     CROSS JOIN LATERAL packed_values(ARRAY[vars.id], greatest(d.day, `, packedFirst(start), `),
+         least(d.day + INTERVAL '1 day' - INTERVAL '1 microsecond', `, packedLast(end), `)) x)
     UNION ALL
     `, sq.Expr(`(SELECT first_ts FROM `+tiers.Minutes.Table+` WHERE variable_id = vars.id AND tile >= ? AND tile < ?
     ORDER BY tile LIMIT 1)) f`, c.start, c.hi[0]))

@@ -174,11 +174,15 @@ func percentileCTE(fractions []string, r StatisticsRequest, start, end time.Time
         ) k
         ORDER BY k.id
     ) ids
-    JOIN "values" x ON x.variable_id = ids.id AND x.ts BETWEEN ? AND ?
-    GROUP BY ids.id`, start, end))
+    CROSS JOIN LATERAL (
+        SELECT value FROM "values" WHERE variable_id = ids.id AND ts BETWEEN ? AND ?
+        UNION ALL
+        SELECT value FROM packed_values(ARRAY[ids.id], ?, ?)
+    ) x
+    GROUP BY ids.id`, start, end, start, end))
 	}
 	return sq.ConcatExpr(append(b, "\n  ) parts\n  ORDER BY variable_id\n)")...),
-		fmt.Sprintf(`raw "values" for the percentiles, a GROUP BY over each of %d parts of the variables (a Parallel Append)`, len(parts))
+		fmt.Sprintf(`raw values (rows and packed days) for the percentiles, a GROUP BY over each of %d parts of the variables (a Parallel Append)`, len(parts))
 }
 
 // identityColumns name the entry and what its reference resolved to (NULLs: not found).

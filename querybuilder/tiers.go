@@ -150,22 +150,30 @@ func (c cover) notes() []string {
 // time) with constant bounds, so TimescaleDB excludes the chunks outside them when it
 // plans the statement. The text is the same for every range: empty spans are empty
 // bounds.
+//
+// Raw values are in two layouts (sql/…_values_packed.up.sql): rows of "values", and
+// packed days, which have no minute tiles. So every raw span reads both, and every
+// span of minute tiles also reads the packed dots in it.
 func summaries(key string, c cover, cols []string) sq.Sqlizer {
 	last := len(tiers.All) - 1
-	upTo := sq.Expr("x.ts <= now()")
+	var upTo, packedEnd sq.Sqlizer = sq.Expr("x.ts <= now()"), sq.Expr("now()")
 	if c.end != nil {
-		upTo = sq.Expr("x.ts <= ?", *c.end)
+		upTo, packedEnd = sq.Expr("x.ts <= ?", *c.end), sq.Expr("?", *c.end)
 	}
 	parts := []any{
-		rawSummaries(key, sq.Expr("x.ts >= ? AND x.ts < ?", c.start, c.lo[0]), cols),
-		rawSummaries(key, sq.ConcatExpr(sq.Expr("x.ts >= ? AND ", c.hi[0]), upTo), cols),
+		rawSummaries(key, sq.Expr("x.ts >= ? AND x.ts < ?", c.start, c.lo[0]), halfOpen(c.start, c.lo[0]), cols),
+		rawSummaries(key, sq.ConcatExpr(sq.Expr("x.ts >= ? AND ", c.hi[0]), upTo), sq.ConcatExpr(sq.Expr("?, ", c.hi[0]), packedEnd), cols),
 	}
 	for i, t := range tiers.All {
-		if i == last {
+		switch {
+		case i == last:
 			parts = append(parts, tileRows(key, t, c.lo[i], c.hi[i], cols))
-			continue
+		case i == 0: // minutes: and the packed dots of the same spans
+			parts = append(parts, tileRows(key, t, c.lo[i], c.lo[i+1], cols), packedSpan(key, c.lo[i], c.lo[i+1], cols),
+				tileRows(key, t, c.hi[i+1], c.hi[i], cols), packedSpan(key, c.hi[i+1], c.hi[i], cols))
+		default:
+			parts = append(parts, tileRows(key, t, c.lo[i], c.lo[i+1], cols), tileRows(key, t, c.hi[i+1], c.hi[i], cols))
 		}
-		parts = append(parts, tileRows(key, t, c.lo[i], c.lo[i+1], cols), tileRows(key, t, c.hi[i+1], c.hi[i], cols))
 	}
 	var b []any
 	for i, p := range parts {
@@ -185,9 +193,36 @@ func tileRows(key string, t tiers.Tier, lo, hi time.Time, cols []string) sq.Sqli
 }
 
 // rawSummaries is the summary rows of the raw values of key with a timestamp in
-// range (SQL conditions on x.ts).
-func rawSummaries(key string, cond sq.Sqlizer, cols []string) sq.Sqlizer {
+// range (SQL conditions on x.ts), of both layouts: the packed dots are those between
+// the bounds packed (the arguments first, last of packed_values, inclusive), less
+// those outside range.
+func rawSummaries(key string, cond, packed sq.Sqlizer, cols []string) sq.Sqlizer {
 	return sq.ConcatExpr(`SELECT `+rawColumns("x.", cols)+`
     FROM "values" x
-    WHERE x.variable_id = `+key+` AND `, cond)
+    WHERE x.variable_id = `+key+` AND `, cond, `
+    UNION ALL
+    SELECT `+rawColumns("x.", cols)+`
+    FROM packed_values(`+keyArray(key)+`, `, packed, `) x
+    WHERE `, cond)
+}
+
+// packedSpan is the summary rows of the packed dots of key in [lo, hi).
+func packedSpan(key string, lo, hi time.Time, cols []string) sq.Sqlizer {
+	return sq.ConcatExpr(`SELECT `+rawColumns("x.", cols)+`
+    FROM packed_values(`+keyArray(key)+`, `, halfOpen(lo, hi), `) x`)
+}
+
+// halfOpen is [lo, hi) as packed_values' inclusive bounds (timestamps are whole
+// microseconds); an empty span gives last < first, which reads no packed day.
+func halfOpen(lo, hi time.Time) sq.Sqlizer {
+	return sq.Expr("?, ?", lo, hi.Add(-time.Microsecond))
+}
+
+// keyArray is key (the right side of "variable_id = key") as an array of keys, for
+// packed_values: "ANY (a)" is a, anything else one key.
+func keyArray(key string) string {
+	if inner, ok := strings.CutPrefix(key, "ANY ("); ok {
+		return strings.TrimSuffix(inner, ")")
+	}
+	return "ARRAY[" + key + "]"
 }

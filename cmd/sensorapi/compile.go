@@ -15,13 +15,21 @@ func compileCmd(_ context.Context, args []string) error {
 	fs := flag.NewFlagSet("compile", flag.ContinueOnError)
 	endpoint := fs.String("endpoint", "statistics", "statistics, resample or aggregation")
 	acct := fs.String("account", "admin", "account whose ids and labels the statement resolves")
+	expr := fs.String("synthetic", "", "a synthetic variable's expression (API.md §17): print the statement computing its history")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `Usage: sensorapi compile [--endpoint statistics|resample|aggregation] [--account NAME] < request.json
 
 Prints the SQL statement the endpoint runs for the request body on stdin, with its
 arguments written as literals, ready to paste into psql. Needs no database.
 
+  sensorapi compile --synthetic 'EXPR' [--account NAME]
+
+With --synthetic, prints the statement that computes a synthetic variable's whole
+history from the expression (its backfill; references by id or device.variable label
+resolved within the account by the statement itself).
+
 Example:
+  sensorapi compile --synthetic '({{boiler.temperature}} * 9/5) + 32' | psql "$DATABASE_URL"
   echo '{"start":0,"end":1767225600000,"variables":[{"variable":"~temperature","device":"~boiler"}],"aggregations":["mean","p50"]}' |
     sensorapi compile --endpoint statistics | psql "$DATABASE_URL"
 
@@ -31,6 +39,9 @@ Flags:
 	}
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *expr != "" {
+		return compileSynthetic(*expr, *acct)
 	}
 	if !analytics.IsEndpoint(*endpoint) {
 		return fmt.Errorf("compile: unknown --endpoint %q", *endpoint)

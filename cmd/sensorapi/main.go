@@ -20,8 +20,11 @@ Usage:
   sensorapi token create|list|revoke       account, read-only and device tokens (see token --help)
   sensorapi load [flags]                   write a reproducible data set (see load --help)
   sensorapi compile --endpoint E < req.json  print the SQL an analytics request runs
+  sensorapi compile --synthetic 'EXPR'     print the SQL that computes a synthetic variable (API.md §17)
+  sensorapi synthetic check                compare every synthetic variable with a recomputation (exit 1 if one differs)
   sensorapi rollups rebuild|check         recompute the minute rollups from the values, or compare them
   sensorapi retention run                  drop raw and rollup chunks past their retention, now (see retention --help)
+  sensorapi storage report|pack            bytes per stored point per table; pack old days now (see storage --help)
   sensorapi healthcheck                    exit 0 when the local server answers /healthz (container health checks)
   sensorapi help                           this text
 
@@ -49,7 +52,9 @@ var commands = map[string]command{
 	"compile":     compileCmd,
 	"rollups":     rollupsCmd,
 	"retention":   retentionCmd,
+	"synthetic":   syntheticCmd,
 	"healthcheck": healthcheckCmd,
+	"storage":     storageCmd,
 }
 
 func main() {

@@ -23,7 +23,7 @@ func main() {
 	year := flag.Int("series-points", 10_512_000, "points of the analytics series (a year at 3 s)")
 	fleet := flag.Duration("fleet-duration", 20*time.Second, "how long each side of the fleet benchmark runs")
 	tiersScale := flag.Float64("tiers-scale", 1, "fraction of the tiers workload's week and year to load (for a quick trial)")
-	only := flag.String("only", "", "run one workload: ingest, fleet, mqtt, analytics or tiers (default: all)")
+	only := flag.String("only", "", "run one workload: ingest, fleet, mqtt, analytics, storage or tiers (default: all)")
 	flag.IntVar(&fleetEvents, "fleet-events", fleetEventsDefault(),
 		"active events over the fleet's variables during the fleet benchmark (SENSORAPI_BENCH_FLEET_EVENTS; 0: none)")
 	ceilingMode := flag.Bool("ceiling", false, "serve the fleet's parse-and-discard ceiling (run by the fleet benchmark itself)")
@@ -65,6 +65,11 @@ func run(ctx context.Context, only string, ingestDots, seriesPoints int, fleet t
 	}
 	if only == "" || only == "analytics" {
 		if err := benchAnalytics(ctx, h, seriesPoints); err != nil {
+			return err
+		}
+	}
+	if only == "" || only == "storage" {
+		if err := benchStorage(ctx, h); err != nil {
 			return err
 		}
 	}

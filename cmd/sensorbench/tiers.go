@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"net/http"
 	"os"
@@ -16,6 +17,9 @@ import (
 	"time"
 
 	"github.com/sensordata/sensorapi/pkg/benchharness"
+	"github.com/sensordata/sensorapi/pkg/config"
+	"github.com/sensordata/sensorapi/pkg/ingest"
+	"github.com/sensordata/sensorapi/pkg/storage"
 	"github.com/sensordata/sensorapi/pkg/store"
 	"github.com/sensordata/sensorapi/querybuilder"
 )
@@ -84,39 +88,97 @@ func benchTiers(ctx context.Context, h *benchharness.Harness, scale float64) err
 		return err
 	}
 
-	// The naive statements: what an operator would write in psql over "values".
-	const where = `FROM "values" WHERE variable_id = ANY(?) AND ts BETWEEN ? AND ? `
-	cases := []tierCase{
-		{name: "A. E8 1H mean, Asia/Kathmandu, 100 var × week", set: &week, target: 20,
-			path: "/api/v1.6/data/stats/resample", body: resampleBody(week, "mean", "1H"), answer: resampleAnswer,
+	if err := runTierCases(ctx, h, tierCases(&week, &year, rowsWhere), 1); err != nil {
+		return err
+	}
+	raw := float64(week.variables*week.points + year.variables*year.points)
+	fmt.Printf("  size on disk per raw point (hypertable_size growth over the %.0f points loaded, after VACUUM):\n", raw)
+	for i, t := range all {
+		grown := after[i] - before[i]
+		fmt.Printf("    %-16s %8.1f MiB %7.2f bytes/point (%5.1f%% of raw)\n", strings.Trim(t, `"`),
+			float64(grown)/(1<<20), float64(grown)/raw, 100*float64(grown)/float64(after[0]-before[0]))
+	}
+	return benchPacked(ctx, h, week, year)
+}
+
+// benchPacked packs every loaded day (issue 32) and runs the cases again, next to the
+// naive SQL over both layouts, then reports the bytes per point of every table.
+func benchPacked(ctx context.Context, h *benchharness.Harness, week, year tierSet) error {
+	t0 := time.Now()
+	p := &storage.Packer{Store: &ingest.Store{Pool: h.DB.Pool}, After: config.DefaultPackAfter, Log: slog.Default(),
+		Workers: storage.DefaultWorkers}
+	res, err := p.Run(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("  packed (issue 32): %d days in %.0fs, %d emptied chunks dropped; the cases again, the naive SQL\n"+
+		"  now reading both layouts (rows UNION ALL packed_values):\n", res.Days, time.Since(t0).Seconds(), len(res.Chunks))
+	if err := runTierCases(ctx, h, tierCases(&week, &year, bothWhere), 2); err != nil {
+		return err
+	}
+	r, err := storage.Measure(ctx, h.DB.Pool)
+	if err != nil {
+		return err
+	}
+	fmt.Println("  bytes per raw point after packing (sensorapi storage report, every point in the database):")
+	if err := r.Print(os.Stdout); err != nil {
+		return err
+	}
+	fmt.Println()
+	return nil
+}
+
+// The naive statements' FROM: what an operator would write in psql over "values"
+// (three placeholders: the variables' keys, start, end), and over both layouts once
+// days are packed (the same three twice).
+const (
+	rowsWhere = `FROM "values" WHERE variable_id = ANY(?) AND ts BETWEEN ? AND ? `
+	bothWhere = `FROM (SELECT variable_id, ts, value FROM "values" WHERE variable_id = ANY(?) AND ts BETWEEN ? AND ?
+		UNION ALL SELECT variable_id, ts, value FROM packed_values(?, ?, ?)) x `
+)
+
+// tierCases are issue 17's cases A-E on the week and the year sets.
+func tierCases(week, year *tierSet, where string) []tierCase {
+	return []tierCase{
+		{name: "A. E8 1H mean, Asia/Kathmandu, 100 var × week", set: week, target: 20,
+			path: "/api/v1.6/data/stats/resample", body: resampleBody(*week, "mean", "1H"), answer: resampleAnswer,
 			naive: `SELECT variable_id, time_bucket('1 hour', ts, 'Asia/Kathmandu') AS hour, avg(value) ` + where +
 				`GROUP BY variable_id, hour ORDER BY variable_id, hour DESC`},
-		{name: "B. E7 count…max+std, 1 var × year", set: &year, target: 50,
+		{name: "B. E7 count…max+std, 1 var × year", set: year, target: 50,
 			path: "/api/v2.0/data/statistics", answer: statisticsAnswer("count", "sum", "mean", "min", "max", "std"),
-			body: statisticsBody(year, `,"aggregations":["count","sum","mean","min","max","std"]`),
+			body: statisticsBody(*year, `,"aggregations":["count","sum","mean","min","max","std"]`),
 			naive: `SELECT variable_id, count(*), sum(value), avg(value), min(value), max(value), stddev_samp(value) ` + where +
 				`GROUP BY variable_id`},
-		{name: "C. E8 1D max, Asia/Kathmandu, 1 var × year", set: &year, target: 20,
-			path: "/api/v1.6/data/stats/resample", body: resampleBody(year, "max", "1D"), answer: resampleAnswer,
+		{name: "C. E8 1D max, Asia/Kathmandu, 1 var × year", set: year, target: 20,
+			path: "/api/v1.6/data/stats/resample", body: resampleBody(*year, "max", "1D"), answer: resampleAnswer,
 			naive: `SELECT variable_id, time_bucket('1 day', ts, 'Asia/Kathmandu') AS day, max(value) ` + where +
 				`GROUP BY variable_id, day ORDER BY variable_id, day DESC`},
-		{name: "D. E9 mean, 1 var × year", set: &year, target: 50,
+		{name: "D. E9 mean, 1 var × year", set: year, target: 50,
 			path: "/api/v1.6/data/stats/aggregation", answer: resampleAnswer,
 			body: fmt.Sprintf(`{"variables":%s,"aggregation":"mean","start":%d,"end":%d}`,
-				jsonIDs(year), year.start.UnixMilli(), year.end.UnixMilli()),
+				jsonIDs(*year), year.start.UnixMilli(), year.end.UnixMilli()),
 			naive: `SELECT variable_id, max(ts), avg(value) ` + where + `GROUP BY variable_id`},
-		{name: "E. E7 all 11, 100 var × week", set: &week, target: 1.5,
-			path: "/api/v2.0/data/statistics", body: statisticsBody(week, ""),
+		{name: "E. E7 all 11, 100 var × week", set: week, target: 1.5,
+			path: "/api/v2.0/data/statistics", body: statisticsBody(*week, ""),
 			answer: statisticsAnswer("first", "last", "min", "max", "count", "sum", "mean", "std", "p25", "p50", "p75"),
 			naive: `SELECT variable_id, first(value, ts), last(value, ts), min(value), max(value), count(*), sum(value), avg(value),
 				stddev_samp(value), percentile_cont(array[.25, .5, .75]) WITHIN GROUP (ORDER BY value) ` + where +
 				`GROUP BY variable_id`},
 	}
+}
+
+// runTierCases checks and times each case; the naive statement's placeholders are the
+// set's keys, start and end, repeated.
+func runTierCases(ctx context.Context, h *benchharness.Harness, cases []tierCase, repeat int) error {
 	fmt.Printf("  median of ≥ %d runs after a warm-up, HTTP and naive SQL alternated; the naive SQL runs on the\n"+
 		"  harness's own pool (jit off, as the server's) and its answer is checked against the server's first\n", queryRuns)
 	fmt.Printf("  %-46s %10s %10s %8s %7s\n", "case", "service", "naive SQL", "ratio", "target")
 	for _, c := range cases {
-		naive := querybuilder.Query{SQL: c.naive, Args: []any{c.set.keys, c.set.start, c.set.end}}
+		var args []any
+		for range repeat {
+			args = append(args, c.set.keys, c.set.start, c.set.end)
+		}
+		naive := querybuilder.Query{SQL: c.naive, Args: args}
 		if err := checkTierCase(ctx, h, c, naive); err != nil {
 			return fmt.Errorf("%s: %w", c.name, err)
 		}
@@ -133,14 +195,6 @@ func benchTiers(ctx context.Context, h *benchharness.Harness, scale float64) err
 		fmt.Printf("  %-46s %7.1f ms %7.1f ms %7.1f× %6.1f× %s\n", c.name, ms(viaHTTP), ms(floor), ratio, c.target, verdict)
 	}
 
-	raw := float64(week.variables*week.points + year.variables*year.points)
-	fmt.Printf("  size on disk per raw point (hypertable_size growth over the %.0f points loaded, after VACUUM):\n", raw)
-	for i, t := range all {
-		grown := after[i] - before[i]
-		fmt.Printf("    %-16s %8.1f MiB %7.2f bytes/point (%5.1f%% of raw)\n", strings.Trim(t, `"`),
-			float64(grown)/(1<<20), float64(grown)/raw, 100*float64(grown)/float64(after[0]-before[0]))
-	}
-	fmt.Println()
 	return nil
 }
 

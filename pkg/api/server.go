@@ -19,6 +19,7 @@ import (
 	"github.com/sensordata/sensorapi/pkg/metrics"
 	"github.com/sensordata/sensorapi/pkg/retention"
 	"github.com/sensordata/sensorapi/pkg/store"
+	"github.com/sensordata/sensorapi/pkg/synthetic"
 )
 
 // Server holds what the handlers share.
@@ -36,6 +37,8 @@ type Server struct {
 	// Horizon is the raw horizon (API.md §16), read at most every server.HorizonTTL: writes
 	// before it are refused, reads before it answer from the rollup tiers.
 	Horizon *retention.Cache
+	// Synthetic keeps synthetic variables up to date (API.md §17).
+	Synthetic *synthetic.Upkeep
 	// EventsChanged, when set, is called after an event was written, before the answer:
 	// this instance's evaluator reads the watched variables again at once (the others
 	// are told by notification, pkg/events).

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sensordata/sensorapi/pkg/ingest"
 	"github.com/sensordata/sensorapi/pkg/testenv"
 )
 
@@ -70,6 +71,45 @@ func TestTiersProperty(t *testing.T) {
 	differ := tzRules(t, "tiers/fixtures.json", fx.TZ)
 	logTzRules(t, "tiers/fixtures.json", fx.TZ, differ)
 
+	t.Run("rows", func(t *testing.T) { tiersCases(t, c, vars, fx, differ) })
+
+	// the same answers once every day is packed (issue 32): pandas' and the reference
+	// SQL's over both layouts (only the fixture's variables are packed: other tests of
+	// this package count their rows)
+	st := &ingest.Store{Pool: env.DB.Pool}
+	packed := 0
+	for _, v := range vars {
+		if len(v.pts) == 0 {
+			continue
+		}
+		first, last := v.pts[0].TS, v.pts[0].TS
+		for _, p := range v.pts {
+			first, last = min(first, p.TS), max(last, p.TS)
+		}
+		for day := ingest.Day(refTime(first)); !day.After(refTime(last)); day = day.Add(24 * time.Hour) {
+			n, err := st.PackDay(context.Background(), v.key, day)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n > 0 {
+				packed++
+			}
+		}
+	}
+	var left int
+	if err := env.DB.Pool.QueryRow(context.Background(), `SELECT count(*) FROM "values" WHERE variable_id = $1`,
+		vars["a"].key).Scan(&left); err != nil || left != 0 || packed == 0 {
+		t.Fatalf("packing: %d days packed, %d rows of a left (%v)", packed, left, err)
+	}
+	rowsRef := refValues
+	refValues = packedRefValues
+	defer func() { refValues = rowsRef }()
+	t.Run("packed", func(t *testing.T) { tiersCases(t, c, vars, fx, differ) })
+}
+
+// tiersCases compares the answers to every fixture case and the random requests with
+// pandas and the reference SQL.
+func tiersCases(t *testing.T, c *testenv.Client, vars map[string]*tiersVar, fx tiersFixture, differ map[string]*tzDisagreement) {
 	t.Run("statistics", func(t *testing.T) {
 		for _, pc := range fx.Statistics {
 			t.Run(pc.Name, func(t *testing.T) {
@@ -453,6 +493,18 @@ const refMs = `(extract(epoch FROM %s) * 1000)::bigint`
 
 func refTime(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
 
+// refValues is what the reference SQL reads (keys: its variables as an array; $2 and
+// $3 its range): the rows of "values", and in the packed run of TestTiersProperty both
+// layouts (packedRefValues).
+var refValues = func(_ string) string { return `"values"` }
+
+// packedRefValues are both layouts of the raw values: their decoding (packed_values) is
+// checked bit for bit by pkg/storage's tests, and the answers against pandas here.
+func packedRefValues(keys string) string {
+	return `(SELECT variable_id, ts, value FROM "values"
+	UNION ALL SELECT variable_id, ts, value FROM packed_values(` + keys + `, $2, $3))`
+}
+
 // refStatistics is E7 straight from "values", one statement per variable: the plain
 // aggregates, percentile_cont, first/last by time, the earliest timestamp holding the
 // min and the max, and the sample standard deviation in two passes (the mean first,
@@ -460,7 +512,7 @@ func refTime(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
 func refStatistics(t *testing.T, vars map[string]*tiersVar, names []string, start, end int64) any {
 	t.Helper()
 	q := fmt.Sprintf(`WITH x AS (
-		SELECT ts, value FROM "values" WHERE variable_id = $1 AND ts BETWEEN $2 AND $3
+		SELECT ts, value FROM `+refValues("ARRAY[$1::bigint]")+` WHERE variable_id = $1 AND ts BETWEEN $2 AND $3
 	), s AS (
 		SELECT count(*) AS n, sum(value) AS sum, avg(value) AS mean, min(value) AS min, max(value) AS max,
 		       percentile_cont(ARRAY[0.25, 0.5, 0.75]) WITHIN GROUP (ORDER BY value) AS p,
@@ -568,7 +620,7 @@ func refResample(t *testing.T, keys []int64, start, end time.Time, period, tz, f
 		empty = "coalesce(g.v, 0)"
 	}
 	q := fmt.Sprintf(`WITH x AS (
-		SELECT variable_id, ts, value FROM "values" WHERE variable_id = ANY($1) AND ts BETWEEN $2 AND $3
+		SELECT variable_id, ts, value FROM `+refValues("$1::bigint[]")+` WHERE variable_id = ANY($1) AND ts BETWEEN $2 AND $3
 	), o AS (
 		SELECT date_trunc('day', min(ts) AT TIME ZONE $4) AS day FROM x
 	), g AS (
@@ -651,7 +703,7 @@ func refAggregation(t *testing.T, keys []int64, start, end time.Time, fn string,
 		grp = "0::bigint"
 	}
 	q := fmt.Sprintf(`WITH x AS (
-		SELECT %s AS grp, ts, value FROM "values" WHERE variable_id = ANY($1) AND ts BETWEEN $2 AND $3
+		SELECT %s AS grp, ts, value FROM `+refValues("$1::bigint[]")+` WHERE variable_id = ANY($1) AND ts BETWEEN $2 AND $3
 	)
 	SELECT x.grp, %s, %s(x.value)::float8 FROM x GROUP BY x.grp`, grp, at, fn)
 	rows, err := env.DB.Pool.Query(context.Background(), q, keys, start, end)

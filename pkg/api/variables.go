@@ -14,6 +14,7 @@ import (
 	"github.com/sensordata/sensorapi/pkg/apierr"
 	"github.com/sensordata/sensorapi/pkg/model"
 	"github.com/sensordata/sensorapi/pkg/store"
+	"github.com/sensordata/sensorapi/pkg/synthetic"
 	"github.com/sensordata/sensorapi/pkg/validate"
 )
 
@@ -55,6 +56,9 @@ func (s *Server) getVariable(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
+	if c.Query("explain") != "" {
+		return s.explainSynthetic(c, v)
+	}
 	c.JSON(http.StatusOK, v.JSON(s.baseURL(c)))
 	return nil
 }
@@ -72,11 +76,20 @@ func (s *Server) createVariable(c *gin.Context) error {
 		}
 		v = &model.Variable{AccountID: d.AccountID, DeviceID: d.ID, Type: "raw", Tags: []string{},
 			Properties: json.RawMessage("{}")}
+		expr, err := syntheticField(raw)
+		if err != nil {
+			return err
+		}
 		if err := apibody.ApplyVariable(raw, v, true); err != nil {
 			return err
 		}
 		if err := store.InsertVariable(ctx, tx, v); err != nil {
 			return variableWriteError(err)
+		}
+		if expr != nil && *expr != "" {
+			if err := synthetic.Define(ctx, synthetic.SQLTx(tx.Tx), v.AccountID, v.ID, *expr); err != nil {
+				return err
+			}
 		}
 		v, err = store.GetVariable(ctx, tx, v.AccountID, 0, validate.Key{ID: v.PublicID}, false)
 		return err
@@ -101,11 +114,18 @@ func (s *Server) updateVariable(full bool) handlerFunc {
 			if v, err = findVariable(ctx, tx, c, true); err != nil {
 				return err
 			}
+			expr, err := syntheticField(raw)
+			if err != nil {
+				return err
+			}
 			if err := apibody.ApplyVariable(raw, v, full); err != nil {
 				return err
 			}
 			if err := store.UpdateVariable(ctx, tx, v); err != nil {
 				return variableWriteError(err)
+			}
+			if err := s.redefine(ctx, tx, v, expr); err != nil {
+				return err
 			}
 			v, err = store.GetVariable(ctx, tx, v.AccountID, 0, validate.Key{ID: v.PublicID}, false)
 			return err

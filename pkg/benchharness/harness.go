@@ -39,7 +39,13 @@ type Harness struct {
 func Start(ctx context.Context) (*Harness, error) {
 	h := &Harness{Token: "bench-" + strconv.FormatInt(time.Now().UnixNano(), 36), Image: "DATABASE_URL"}
 	dsn := os.Getenv("DATABASE_URL")
-	if dsn == "" {
+	if mode := os.Getenv(PatroniEnv); mode != "" && dsn == "" {
+		var err error
+		if dsn, h.Image, err = h.startCluster(ctx, mode); err != nil {
+			h.Close()
+			return nil, err
+		}
+	} else if dsn == "" {
 		tsdb, err := testcontainers.Start(ctx, testcontainers.Options{})
 		if err != nil {
 			return nil, err
@@ -69,6 +75,28 @@ func Start(ctx context.Context) (*Harness, error) {
 	return h, nil
 }
 
+// PatroniEnv, set to sync or async, runs the benchmark on a Patroni pair
+// (testcontainers.StartCluster) with synchronous_mode on or off, to measure what
+// synchronous replication costs (docs/scaling.md).
+const PatroniEnv = "SENSORBENCH_PATRONI"
+
+// startCluster starts the pair and returns its multi-host DSN and a description.
+func (h *Harness) startCluster(ctx context.Context, mode string) (dsn, image string, err error) {
+	if mode != "sync" && mode != "async" {
+		return "", "", fmt.Errorf("%s=%q: want sync or async", PatroniEnv, mode)
+	}
+	cl, err := testcontainers.StartCluster(ctx, 2)
+	if err != nil {
+		return "", "", err
+	}
+	h.cleanup = append(h.cleanup, func() { cl.Terminate(context.Background()) })
+	if err := cl.SetSynchronous(ctx, mode == "sync"); err != nil {
+		return "", "", err
+	}
+	return cl.DSN("postgres"), fmt.Sprintf("%s, a Patroni pair with synchronous_mode %s", testcontainers.PatroniImage,
+		map[string]string{"sync": "on", "async": "off"}[mode]), nil
+}
+
 // startServer builds and runs `sensorapi serve` as its own process, so its memory is
 // measured alone.
 func (h *Harness) startServer(ctx context.Context, dsn string) error {
@@ -91,7 +119,10 @@ func (h *Harness) startServer(ctx context.Context, dsn string) error {
 	}
 	h.Server = exec.Command(bin, "serve")
 	h.Server.Env = append(os.Environ(), "DATABASE_URL="+dsn, "SENSORAPI_ADDR="+addr, "SENSORAPI_MQTT_ADDR="+h.MQTT,
-		"SENSORAPI_ADMIN_TOKEN="+h.Token, "SENSORAPI_LOG_LEVEL=warn")
+		"SENSORAPI_ADMIN_TOKEN="+h.Token, "SENSORAPI_LOG_LEVEL=warn",
+		// the benchmarks pack when they measure packing (sensorbench -only storage), not
+		// whenever the hourly job happens to run
+		"SENSORAPI_PACK_AFTER=off")
 	h.Server.Stderr = os.Stderr
 	if err := h.Server.Start(); err != nil {
 		return fmt.Errorf("start server: %w", err)

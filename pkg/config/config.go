@@ -44,6 +44,11 @@ type Config struct {
 	// refused with 507 while reads, deletes and retention go on (pkg/budget).
 	WriteStopSize int64
 
+	// PackAfter (SENSORAPI_PACK_AFTER, a duration such as 2d; "off": 0) is the
+	// late-data window: `serve` packs the raw values of every day older than it
+	// (pkg/storage, docs/operations.md "Storage per point"). At least 1d.
+	PackAfter time.Duration
+
 	Events Events // events and webhook deliveries (events.go)
 }
 
@@ -99,16 +104,15 @@ func FromEnv() (Config, error) {
 	c.Addr = getenv("SENSORAPI_ADDR", c.Addr)
 	c.AdminToken = os.Getenv("SENSORAPI_ADMIN_TOKEN")
 	c.PprofAddr = os.Getenv("SENSORAPI_PPROF_ADDR")
+	if err := c.packAfterFromEnv(); err != nil {
+		return c, err
+	}
 	c.DataVolume = getenv("SENSORAPI_DATA_VOLUME", c.DataVolume)
 	c.PublicURL = strings.TrimRight(os.Getenv("SENSORAPI_PUBLIC_URL"), "/")
 	if v, ok := os.LookupEnv("SENSORAPI_MQTT_ADDR"); ok {
 		c.MQTT.Addr = v // set but empty turns the plain listener off
 	}
-	for _, u := range strings.Split(os.Getenv("DATABASE_REPLICA_URL"), ",") {
-		if u = strings.TrimSpace(u); u != "" {
-			c.ReplicaURLs = append(c.ReplicaURLs, u)
-		}
-	}
+	c.ReplicaURLs = splitURLs(os.Getenv("DATABASE_REPLICA_URL"))
 	c.MQTT.TLSAddr = os.Getenv("SENSORAPI_MQTT_TLS_ADDR")
 	c.MQTT.TLSCert = os.Getenv("SENSORAPI_MQTT_TLS_CERT")
 	c.MQTT.TLSKey = os.Getenv("SENSORAPI_MQTT_TLS_KEY")
@@ -199,6 +203,32 @@ func orForever(v string) string {
 		return "forever"
 	}
 	return v
+}
+
+// DefaultPackAfter is the late-data window when SENSORAPI_PACK_AFTER is not set.
+const DefaultPackAfter = 48 * time.Hour
+
+// packAfterFromEnv reads SENSORAPI_PACK_AFTER: a window of at least a day (writers
+// look for packed days only among dots older than a day), or off.
+func (c *Config) packAfterFromEnv() error {
+	v := strings.TrimSpace(os.Getenv("SENSORAPI_PACK_AFTER"))
+	switch v {
+	case "":
+		c.PackAfter = DefaultPackAfter
+		return nil
+	case "off":
+		c.PackAfter = 0
+		return nil
+	}
+	d, err := ParseRetention(v)
+	if err == nil && d < 24*time.Hour {
+		err = fmt.Errorf("want at least 1d (writers look for packed days only among values older than a day), got %q", v)
+	}
+	if err != nil {
+		return fmt.Errorf("SENSORAPI_PACK_AFTER: %w", err)
+	}
+	c.PackAfter = d
+	return nil
 }
 
 // retentionUnits are the units of ParseRetention.
@@ -343,4 +373,22 @@ func ParseSize(v string) (int64, error) {
 		return 0, fmt.Errorf("want a positive size such as 500MB or 40GB, got %q", v)
 	}
 	return n * mult, nil
+}
+
+// splitURLs splits DATABASE_REPLICA_URL at its commas, except those inside a URL that
+// names several hosts (postgres://u:p@db1:5432,db2:5432/sensors, API.md §19): a new
+// URL starts only where a scheme does.
+func splitURLs(s string) []string {
+	var out []string
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		switch {
+		case part == "":
+		case len(out) == 0 || strings.HasPrefix(part, "postgres://") || strings.HasPrefix(part, "postgresql://"):
+			out = append(out, part)
+		default:
+			out[len(out)-1] += "," + part
+		}
+	}
+	return out
 }

@@ -1,10 +1,33 @@
 package config
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
 )
+
+// TestReplicaURLs: DATABASE_REPLICA_URL lists URLs separated by commas, and a URL may
+// name several hosts, separated by commas too.
+func TestReplicaURLs(t *testing.T) {
+	const multi = "postgres://u:p@db1:5432,db2:5432/sensors?target_session_attrs=standby"
+	for in, want := range map[string][]string{
+		"": nil,
+		"postgres://u:p@r1/s, postgresql://u:p@r2/s": {"postgres://u:p@r1/s", "postgresql://u:p@r2/s"},
+		multi:                          {multi},
+		multi + ",postgres://u:p@r3/s": {multi, "postgres://u:p@r3/s"},
+		"postgres://u:p@r1/s,":         {"postgres://u:p@r1/s"},
+	} {
+		t.Setenv("DATABASE_REPLICA_URL", in)
+		cfg, err := FromEnv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(cfg.ReplicaURLs, want) {
+			t.Errorf("DATABASE_REPLICA_URL=%q: %q, want %q", in, cfg.ReplicaURLs, want)
+		}
+	}
+}
 
 func TestParseRetention(t *testing.T) {
 	const d = 24 * time.Hour

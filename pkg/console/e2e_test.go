@@ -245,3 +245,44 @@ func TestConsoleEndToEnd(t *testing.T) {
 		t.Errorf("JavaScript errors: %v", b.errors)
 	}
 }
+
+// TestConsoleSyntheticExpression: a synthetic Variable's view shows its expression
+// beside the chart (API.md §17), and its chart draws its computed values; a raw
+// Variable's view shows none.
+func TestConsoleSyntheticExpression(t *testing.T) {
+	admin := env.Client(t).As(env.NewAccount(t))
+	now := time.Now().UnixMilli()
+	if r := admin.Post("/api/v1.6/devices/syn-dev/c/values", []map[string]any{
+		{"value": 10, "timestamp": now - 7200_000}, {"value": 20, "timestamp": now - 60_000}}); r.Status != 201 {
+		t.Fatalf("seed: %d %s", r.Status, r.Body)
+	}
+	const expr = "({{syn-dev.c}} * 9/5) + 32"
+	r := admin.Post("/api/v2.0/devices/~syn-dev/variables/", map[string]any{"label": "f", "syntheticExpression": expr})
+	if r.Status != 201 {
+		t.Fatalf("create: %d %s", r.Status, r.Body)
+	}
+	synID := r.Object(t)["id"].(string)
+	rawID := admin.Get("/api/v2.0/devices/~syn-dev/variables/~c/").Object(t)["id"].(string)
+	b := newBrowser(t)
+	base := admin.URL + "/console/"
+	b.run(t, chromedp.Navigate(base+"#token="+admin.Token))
+	b.run(t, chromedp.WaitVisible(`#devices tr[data-device="syn-dev"]`, chromedp.ByQuery))
+	b.run(t, chromedp.Navigate(base+"#/variables/"+synID))
+	b.eventually(t, `!!window.consoleChart && document.getElementById("sql").textContent !== ""`, 10*time.Second)
+	if got := b.text(t, "#expression"); got != expr {
+		t.Fatalf("expression beside the chart: %q, want %q", got, expr)
+	}
+	var ys []any
+	b.run(t, chromedp.Evaluate(`consoleChart.data[1].filter((y) => y !== null)`, &ys))
+	if len(ys) != 2 || ys[0] != 50.0 || ys[1] != 68.0 {
+		t.Fatalf("synthetic chart values %v, want [50 68]", ys)
+	}
+	b.run(t, chromedp.Navigate(base+"#/variables/"+rawID))
+	b.eventually(t, `!!window.consoleChart && JSON.parse(document.getElementById("chart").dataset.request).variables[0] === `+
+		strconv.Quote(rawID)+` && document.getElementById("sql").textContent !== ""`, 10*time.Second)
+	var shown bool
+	b.run(t, chromedp.Evaluate(`!!document.getElementById("expression")`, &shown))
+	if shown {
+		t.Fatal("a raw variable shows an expression")
+	}
+}

@@ -472,6 +472,9 @@ func (p *Pipeline) writeJobs(ctx context.Context, jobs []*job) (written, error) 
 		}
 		rows = dedupe(rows)
 		n = len(rows)
+		if err := unpackOld(ctx, tx, rows, t); err != nil {
+			return err
+		}
 		var err error
 		if w.moved, err = writeRows(ctx, tx, rows, t); err != nil {
 			return err

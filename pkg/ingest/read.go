@@ -75,10 +75,7 @@ func (r Range) bounds() (time.Time, time.Time) {
 func (s *Store) Page(ctx context.Context, key int64, r Range, offset, limit int) ([]StoredDot, bool, error) {
 	start, end := r.bounds()
 	// a dot stored without context reads as {}, as lastValue shows it
-	rows, err := s.Pool.Query(ctx, `SELECT value, (extract(epoch FROM ts) * 1000)::bigint, coalesce(context, '{}'),
-		(extract(epoch FROM created_at) * 1000)::bigint
-		FROM "values" WHERE variable_id = $1 AND ts BETWEEN $2 AND $3
-		ORDER BY ts DESC OFFSET $4 LIMIT $5`, key, start, end, offset, limit+1)
+	rows, err := s.Pool.Query(ctx, pageSQL, key, start, end, offset, limit+1)
 	if err != nil {
 		return nil, false, fmt.Errorf("read values: %w", err)
 	}
@@ -95,6 +92,19 @@ func (s *Store) Page(ctx context.Context, key int64, r Range, offset, limit int)
 	}
 	return dots, false, nil
 }
+
+// pageSQL reads a page of dots of both layouts, newest first ($4 offset, $5 limit):
+// the k = offset + limit newest are among the k newest rows and the k newest packed
+// dots, and only the packed days holding those are unpacked (packed_newest_day).
+const pageSQL = `SELECT value, (extract(epoch FROM ts) * 1000)::bigint, coalesce(context, '{}'), (extract(epoch FROM created_at) * 1000)::bigint
+FROM (
+    (SELECT ts, value, context, created_at FROM "values"
+     WHERE variable_id = $1 AND ts BETWEEN $2 AND $3 ORDER BY ts DESC LIMIT $4::bigint + $5::bigint)
+    UNION ALL
+    SELECT ts, value, context, created_at
+    FROM packed_values(ARRAY[$1::bigint], greatest($2, packed_newest_day($1, $4::bigint + $5::bigint, $3)), $3)
+) x
+ORDER BY ts DESC OFFSET $4 LIMIT $5`
 
 // Last returns the variable's newest dot, or nil.
 func (s *Store) Last(ctx context.Context, key int64) (*StoredDot, error) {
@@ -115,6 +125,9 @@ func (s *Store) Delete(ctx context.Context, key int64, r Range) error {
 		if _, err := tx.Exec(ctx, `SELECT FROM variables WHERE id = $1 FOR NO KEY UPDATE`, key); err != nil {
 			return fmt.Errorf("lock variable: %w", err)
 		}
+		if err := ClearPacked(ctx, execIn(tx), key, start.UnixMilli(), end.UnixMilli()); err != nil {
+			return err
+		}
 		if _, err := tx.Exec(ctx, `DELETE FROM "values" WHERE variable_id = $1 AND ts BETWEEN $2 AND $3`,
 			key, start, end); err != nil {
 			return fmt.Errorf("delete values: %w", err)
@@ -123,11 +136,7 @@ func (s *Store) Delete(ctx context.Context, key int64, r Range) error {
 		if err := DeleteTiles(ctx, execIn(tx), []int64{key}, Range{Start: &first, End: &last}); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, `UPDATE variables
-			SET (last_value, last_value_ts, last_value_context, last_value_created) =
-				(SELECT value, ts, context, created_at FROM "values"
-				 WHERE variable_id = $1 ORDER BY ts DESC LIMIT 1)
-			WHERE id = $1`, key)
+		_, err := tx.Exec(ctx, lastValueAfterDeleteSQL, key)
 		if err != nil {
 			return fmt.Errorf("recompute last value: %w", err)
 		}
@@ -138,6 +147,19 @@ func (s *Store) Delete(ctx context.Context, key int64, r Range) error {
 	}
 	return err
 }
+
+// lastValueAfterDeleteSQL sets a variable's lastValue to its newest remaining dot, in
+// either layout (the newest packed one is in its newest packed day).
+const lastValueAfterDeleteSQL = `UPDATE variables
+SET (last_value, last_value_ts, last_value_context, last_value_created) = (
+    SELECT value, ts, context, created_at FROM (
+        (SELECT value, ts, context, created_at FROM "values" WHERE variable_id = $1 ORDER BY ts DESC LIMIT 1)
+        UNION ALL
+        (SELECT value, ts, context, created_at
+         FROM packed_values(ARRAY[$1::bigint], packed_newest_day($1, 1, 'infinity'), 'infinity')
+         ORDER BY ts DESC LIMIT 1)
+    ) x ORDER BY ts DESC LIMIT 1)
+WHERE id = $1`
 
 // Statistic computes one aggregate over the range (count and sum are 0, the others
 // null, without data) from the rollup tiers and the raw values at the range's edges,

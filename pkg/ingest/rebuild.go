@@ -56,6 +56,12 @@ func (s *Store) RebuildVariable(ctx context.Context, id int64, since time.Time) 
 			if _, err := tx.Exec(ctx, `INSERT INTO `+t.Table+` (`+tileColumns+`) `+tileSource(i, cond), id, since); err != nil {
 				return fmt.Errorf("%s: %w", t.Table, err)
 			}
+			if i == 1 { // packed days have no minute tiles: their quarters come from their dots
+				packed := rawTileSQL(interval(t), `packed_values(ARRAY[$1::bigint], $2, 'infinity') x`, `true`)
+				if _, err := tx.Exec(ctx, `INSERT INTO `+t.Table+` (`+tileColumns+`) `+packed, id, since); err != nil {
+					return fmt.Errorf("%s of packed days: %w", t.Table, err)
+				}
+			}
 		}
 		return nil
 	})
@@ -74,6 +80,15 @@ type Mismatch struct {
 	N, Rolled *int32
 }
 
+// checkSource is what tier i summarises: the finest tier the rows of "values" only
+// (packed days have no minute tiles), the coarser ones both layouts.
+func checkSource(i int) string {
+	if i == 0 {
+		return rowsSource
+	}
+	return bothSource
+}
+
 // checkTilesSQL compares one variable's tiles of tier i from since ($2) on with its
 // values, every column. Sums and spreads are added up batch by batch on the write path
 // and merged across tiers, so they may differ from a fresh computation in the last
@@ -81,7 +96,7 @@ type Mismatch struct {
 func checkTilesSQL(i int) string {
 	t := tiers.All[i]
 	return `SELECT coalesce(r.tile, m.tile), r.n, m.n
-FROM (` + rawTileSQL(interval(t), `x.variable_id = $1 AND x.ts >= $2`) + `) AS r(variable_id, tile, n, sum, min, max, ks, m2,
+FROM (` + rawTileSQL(interval(t), checkSource(i), `x.variable_id = $1 AND x.ts >= $2`) + `) AS r(variable_id, tile, n, sum, min, max, ks, m2,
       first_ts, first_value, last_ts, last_value, min_ts, max_ts)
 FULL JOIN (SELECT * FROM ` + t.Table + ` WHERE variable_id = $1 AND tile >= $2) m USING (tile)
 WHERE r.n IS DISTINCT FROM m.n OR r.min IS DISTINCT FROM m.min OR r.max IS DISTINCT FROM m.max

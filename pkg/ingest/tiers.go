@@ -151,10 +151,20 @@ SET n = m.n + EXCLUDED.n, sum = m.sum + EXCLUDED.sum,
         ELSE least(m.max_ts, EXCLUDED.max_ts) END`
 }
 
-// rawTileSQL rolls "values" up into tiles of width (an interval literal) for the rows
-// that satisfy cond (which names the outer query's columns as x.*): the columns of
-// tileColumns. The spread is shifted by each tile's min (see addTilesSQL).
-func rawTileSQL(width, cond string) string {
+// Sources of raw values for rawTileSQL, as x: the rows of "values", or both layouts
+// of the variable $1 from $2 on (rebuilds and checks of whole variables).
+const (
+	rowsSource = `"values" x`
+	bothSource = `(SELECT variable_id, ts, value FROM "values"
+      UNION ALL
+      SELECT variable_id, ts, value FROM packed_values(ARRAY[$1::bigint], $2, 'infinity')) x`
+)
+
+// rawTileSQL rolls the raw values of from (rowsSource or bothSource) up into tiles of
+// width (an interval literal) for the values that satisfy cond (which names the outer
+// query's columns as x.*): the columns of tileColumns. The spread is shifted by each
+// tile's min (see addTilesSQL).
+func rawTileSQL(width, from, cond string) string {
 	return `SELECT variable_id, tile, count(*)::int, sum(value), min(value), max(value),
        -- the FILTERs keep the aggregates from overflowing; the CASEs drop what they saw
        CASE WHEN max(abs(value)) <= 1e150 THEN sum(value - lo) FILTER (WHERE abs(lo) <= 1e150 AND abs(value) <= 1e150) END,
@@ -162,7 +172,7 @@ func rawTileSQL(width, cond string) string {
        min(ts), first(value, ts), max(ts), last(value, ts), first(ts, ROW(value, ts)), first(ts, ROW(-value, ts))
 FROM (SELECT x.variable_id, time_bucket(INTERVAL '` + width + `', x.ts) AS tile, x.ts, x.value,
              min(x.value) OVER (PARTITION BY x.variable_id, time_bucket(INTERVAL '` + width + `', x.ts)) AS lo
-      FROM "values" x WHERE ` + cond + `) x
+      FROM ` + from + ` WHERE ` + cond + `) x
 GROUP BY variable_id, tile`
 }
 
@@ -194,7 +204,7 @@ func interval(t tiers.Tier) string { return fmt.Sprintf("%d seconds", int64(t.Wi
 func tileSource(i int, cond string) string {
 	t := tiers.All[i]
 	if i == 0 {
-		return rawTileSQL(interval(t), strings.ReplaceAll(cond, "src.", "x."))
+		return rawTileSQL(interval(t), rowsSource, strings.ReplaceAll(cond, "src.", "x."))
 	}
 	return mergeTileSQL(tiers.All[i-1].Table, interval(t), strings.ReplaceAll(cond, "src.", "c."))
 }

@@ -69,6 +69,13 @@ func New(d Deps) (*Broker, error) {
 	d.Invalidations.On("token", b.onTokenInvalidated)
 	// notifications may have been missed: check every connection's token again
 	d.Listener.OnReset(func() { go b.reauthenticate() })
+	// and last values may have been missed (a failover, a lost connection): once
+	// listening again, every subscription gets the current ones it has not had
+	d.Listener.OnReset(func() {
+		if d.Listener.Healthy() {
+			go b.catchUp()
+		}
+	})
 	return b, nil
 }
 

@@ -99,6 +99,14 @@ func (b *Broker) initial(s *session, filters []string) {
 	}
 }
 
+// catchUp sends every subscription the current last values it may have missed while
+// the listener was away; offer skips those it had already and any older ones.
+func (b *Broker) catchUp() {
+	for _, s := range b.sessions.of(0) {
+		b.initial(s, s.subscribed())
+	}
+}
+
 // readLastValues reads the account's variables matching where (its own placeholders
 // from $2) that have a last value, oldest first so that newer ones win the
 // per-subscription order.

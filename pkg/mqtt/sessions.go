@@ -1,6 +1,7 @@
 package mqtt
 
 import (
+	"maps"
 	"slices"
 	"sync"
 
@@ -67,6 +68,13 @@ func (s *session) subscribe(packetID uint16, filters []string) {
 		}
 	}
 	s.pending[packetID] = filters
+}
+
+// subscribed lists the session's filters.
+func (s *session) subscribed() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Collect(maps.Keys(s.filters))
 }
 
 // acked returns the filters whose SUBACK was just sent.

@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/sensordata/sensorapi/pkg/ingest"
 	"github.com/sensordata/sensorapi/pkg/metrics"
 	"github.com/sensordata/sensorapi/pkg/tiers"
 )
@@ -28,6 +29,13 @@ const LockKey int64 = 727_431_119
 
 // RawTable is the hypertable of raw values.
 const RawTable = "values"
+
+// PackedTable holds the raw values of packed days (pkg/storage): its chunks are
+// dropped with those of RawTable.
+const PackedTable = "values_packed"
+
+// RawTables are the tables of raw values in both layouts, as regclass text.
+var RawTables = []string{`"` + RawTable + `"`, PackedTable}
 
 // Options say how long data is kept; zero keeps it forever.
 type Options struct {
@@ -140,18 +148,24 @@ func Run(ctx context.Context, pool *pgxpool.Pool, o Options) (Result, error) {
 	return res, err
 }
 
-// OldestRawChunkEnd is the end of the oldest chunk of raw values that ended by now (the
+// OldestRawChunkEnd is the end of the oldest chunk of raw values (either layout) that ended by now (the
 // chunk being written is never offered): what a size-based run drops first (pkg/budget).
 func OldestRawChunkEnd(ctx context.Context, q Querier, now time.Time) (time.Time, bool, error) {
-	var end *time.Time
-	if err := q.QueryRow(ctx, `SELECT min(range_end) FROM (`+chunksSQL+`) c(name, range_start, range_end)`,
-		RawTable, now).Scan(&end); err != nil {
-		return time.Time{}, false, fmt.Errorf("oldest raw chunk: %w", err)
+	var oldest *time.Time
+	for _, table := range RawTables {
+		var end *time.Time
+		if err := q.QueryRow(ctx, `SELECT min(range_end) FROM (`+chunksSQL+`) c(name, range_start, range_end)`,
+			table, now).Scan(&end); err != nil {
+			return time.Time{}, false, fmt.Errorf("oldest raw chunk: %w", err)
+		}
+		if end != nil && (oldest == nil || end.Before(*oldest)) {
+			oldest = end
+		}
 	}
-	if end == nil {
+	if oldest == nil {
 		return time.Time{}, false, nil
 	}
-	return *end, true, nil
+	return *oldest, true, nil
 }
 
 // unlock releases LockKey; a connection that cannot say so is closed, which releases
@@ -187,28 +201,26 @@ func dropRaw(ctx context.Context, tx pgx.Tx, cutoff, now time.Time, res *Result)
 	if _, err := tx.Exec(ctx, runSettings); err != nil {
 		return err
 	}
-	rows, err := tx.Query(ctx, chunksSQL, `"`+RawTable+`"`, cutoff)
-	if err != nil {
-		return fmt.Errorf("list chunks: %w", err)
-	}
-	chunks, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Chunk, error) {
-		var c Chunk
-		return c, r.Scan(&c.Name, &c.Start, &c.End)
-	})
-	if err != nil {
-		return fmt.Errorf("list chunks: %w", err)
-	}
-	for i := range chunks {
-		// the name comes from the catalog, quoted by format('%I')
-		if err := tx.QueryRow(ctx, `SELECT count(*) FROM `+chunks[i].Name).Scan(&chunks[i].Rows); err != nil {
-			return fmt.Errorf("count %s: %w", chunks[i].Name, err)
+	var chunks []Chunk
+	for _, table := range RawTables {
+		cs, err := rawChunks(ctx, tx, table, cutoff)
+		if err != nil {
+			return err
 		}
-	}
-	if len(chunks) > 0 {
+		if len(cs) == 0 {
+			continue
+		}
+		if table == PackedTable {
+			// past the horizon the tiers answer alone: packed days get their minutes back
+			if err := ingest.RestoreMinuteTiles(ctx, tx, cs[0].Start, cutoff); err != nil {
+				return err
+			}
+		}
 		if _, err := tx.Exec(ctx, `SELECT drop_chunks($1::regclass, older_than => $2::timestamptz)`,
-			`"`+RawTable+`"`, cutoff); err != nil {
-			return fmt.Errorf("drop_chunks: %w", err)
+			table, cutoff); err != nil {
+			return fmt.Errorf("drop_chunks %s: %w", table, err)
 		}
+		chunks = append(chunks, cs...)
 	}
 	var horizon *time.Time
 	for _, c := range chunks {
@@ -229,10 +241,37 @@ func dropRaw(ctx context.Context, tx pgx.Tx, cutoff, now time.Time, res *Result)
 	}
 	// greatest() ignores NULLs: the horizon never moves back, and stays NULL until a
 	// first drop
-	_, err = tx.Exec(ctx, `UPDATE retention_state
+	_, err := tx.Exec(ctx, `UPDATE retention_state
 		SET raw_horizon = greatest(raw_horizon, $1), rows_removed = rows_removed + $2, ran_at = $3`,
 		horizon, res.RowsRemoved, now)
 	return err
+}
+
+// rawChunks lists the chunks of a table of raw values that end by the cutoff, with the
+// values each holds (a packed row holds n).
+func rawChunks(ctx context.Context, tx pgx.Tx, table string, cutoff time.Time) ([]Chunk, error) {
+	rows, err := tx.Query(ctx, chunksSQL, table, cutoff)
+	if err != nil {
+		return nil, fmt.Errorf("list chunks of %s: %w", table, err)
+	}
+	chunks, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Chunk, error) {
+		var c Chunk
+		return c, r.Scan(&c.Name, &c.Start, &c.End)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list chunks of %s: %w", table, err)
+	}
+	count := "count(*)"
+	if table == PackedTable {
+		count = "coalesce(sum(n), 0)"
+	}
+	for i := range chunks {
+		// the name comes from the catalog, quoted by format('%I')
+		if err := tx.QueryRow(ctx, `SELECT `+count+` FROM `+chunks[i].Name).Scan(&chunks[i].Rows); err != nil {
+			return nil, fmt.Errorf("count %s: %w", chunks[i].Name, err)
+		}
+	}
+	return chunks, nil
 }
 
 // dropTier drops a tier table's chunks that end by the cutoff.

@@ -11,7 +11,9 @@ import (
 
 	"github.com/sensordata/sensorapi/pkg/auth"
 	"github.com/sensordata/sensorapi/pkg/config"
+	"github.com/sensordata/sensorapi/pkg/ingest"
 	"github.com/sensordata/sensorapi/pkg/retention"
+	"github.com/sensordata/sensorapi/pkg/storage"
 	"github.com/sensordata/sensorapi/pkg/store"
 )
 
@@ -46,6 +48,12 @@ func Serve(ctx context.Context, cfg config.Config, log *slog.Logger, announce fu
 		done := make(chan struct{})
 		go func() { defer close(done); job.Loop(bg, retention.Every) }()
 		defer func() { stop(); <-done }() // before the pool closes
+	}
+	if cfg.PackAfter > 0 {
+		packer := &storage.Packer{Store: &ingest.Store{Pool: db.Pool}, After: cfg.PackAfter, Log: log}
+		done := make(chan struct{})
+		go func() { defer close(done); packer.Loop(bg, storage.PackEvery) }()
+		defer func() { stop(); <-done }()
 	}
 	if cfg.MQTT.Addr != "" || cfg.MQTT.TLSAddr != "" {
 		broker, err := in.StartMQTT(cfg.MQTT)

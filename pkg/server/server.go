@@ -22,6 +22,7 @@ import (
 	"github.com/sensordata/sensorapi/pkg/notify"
 	"github.com/sensordata/sensorapi/pkg/retention"
 	"github.com/sensordata/sensorapi/pkg/store"
+	"github.com/sensordata/sensorapi/pkg/synthetic"
 )
 
 // Instance is what one instance keeps between requests, shared by HTTP and MQTT: the
@@ -68,6 +69,11 @@ func Start(ctx context.Context, db *store.DB, cfg config.Config, log *slog.Logge
 	}
 	go in.Budget.Run(ctx)
 	in.Ingest = in.newPipeline()
+	in.Synthetic = synthetic.NewUpkeep(db.Pool, log, in.Metrics.Registry)
+	in.Ingest.Follow(in.Synthetic)
+	in.Invalidations.On("synthetic", func(cache.Invalidation) { in.Synthetic.Invalidated() })
+	in.Listener.OnReset(in.Synthetic.Invalidated)
+	go in.Synthetic.Run(ctx)
 	if in.Events, err = events.New(events.Deps{Pool: db.Pool, Writer: in.Ingest, Invalidations: in.Invalidations,
 		Registry: in.Metrics.Registry, Log: log, Config: cfg.Events, QueryTimeout: cfg.QueryTimeout}); err != nil {
 		return nil, err

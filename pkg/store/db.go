@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/uptrace/bun"
@@ -29,9 +30,19 @@ type DB struct {
 // queryTimeout becomes the session's statement_timeout, so a runaway query is cancelled
 // by the server and its connection freed.
 func Open(ctx context.Context, dsn string, queryTimeout time.Duration) (*DB, error) {
+	return open(ctx, dsn, queryTimeout, "DATABASE_URL", pgconn.ValidateConnectTargetSessionAttrsReadWrite)
+}
+
+// open is Open for a pool of the given role: a DSN naming several hosts without
+// target_session_attrs connects to the first that answers, which may be the wrong
+// role (a standby for the primary's pool, API.md §19), so role then picks the host.
+func open(ctx context.Context, dsn string, queryTimeout time.Duration, name string, role pgconn.ValidateConnectFunc) (*DB, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
-		return nil, fmt.Errorf("parse DATABASE_URL: %w", err)
+		return nil, fmt.Errorf("parse %s: %w", name, err)
+	}
+	if cfg.ConnConfig.ValidateConnect == nil && multiHost(cfg.ConnConfig.Config) {
+		cfg.ConnConfig.ValidateConnect = role
 	}
 	if cfg.ConnConfig.ConnectTimeout == 0 || cfg.ConnConfig.ConnectTimeout > 5*time.Second {
 		// an unreachable database must give a quick 503, not a hung request
@@ -44,6 +55,10 @@ func Open(ctx context.Context, dsn string, queryTimeout time.Duration) (*DB, err
 	// millions of points it cost more than the query itself (measured: resample 1H mean
 	// over 500k points, 1285 ms with JIT of which 873 ms compiling, 337 ms without).
 	cfg.ConnConfig.RuntimeParams["jit"] = "off"
+	// A context that ends closes the connection (pgx's default ContextWatcherHandler)
+	// rather than sending a cancel request: PostgreSQL answers a cancelled wait for the
+	// synchronous standby with a successful COMMIT and a WARNING, which would
+	// acknowledge a write the standby may not hold (API.md §19, pkg/failover).
 	cfg.MaxConns = 32
 	cfg.HealthCheckPeriod = 5 * time.Second
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
@@ -54,6 +69,17 @@ func Open(ctx context.Context, dsn string, queryTimeout time.Duration) (*DB, err
 	sqldb.SetMaxOpenConns(int(cfg.MaxConns))
 	sqldb.SetConnMaxIdleTime(time.Minute)
 	return &DB{DB: bun.NewDB(sqldb, pgdialect.New()), Pool: pool}, nil
+}
+
+// multiHost tells whether the DSN names more than one server (its fallbacks also
+// repeat a host, e.g. without TLS after with it, for sslmode=prefer).
+func multiHost(c pgconn.Config) bool {
+	for _, f := range c.Fallbacks {
+		if f.Host != c.Host || f.Port != c.Port {
+			return true
+		}
+	}
+	return false
 }
 
 // Close closes both handles.

@@ -110,15 +110,11 @@ func UpdateDevice(ctx context.Context, db bun.IDB, d *model.Device) error {
 // DeleteDevice removes a Device, its Variables (by cascade), their values and rollup
 // tiers (hypertables have no foreign keys), in the caller's transaction.
 func DeleteDevice(ctx context.Context, tx bun.Tx, id int64) error {
-	_, err := tx.NewRaw(`DELETE FROM "values" WHERE variable_id IN (SELECT id FROM variables WHERE device_id = ?)`, id).Exec(ctx)
-	if err != nil {
-		return fmt.Errorf("delete device values: %w", err)
-	}
 	var vars []int64
 	if err := tx.NewSelect().TableExpr("variables").Column("id").Where("device_id = ?", id).Scan(ctx, &vars); err != nil {
 		return fmt.Errorf("list device variables: %w", err)
 	}
-	if err := deleteTiles(ctx, tx, vars); err != nil {
+	if err := deleteValues(ctx, tx, vars); err != nil {
 		return fmt.Errorf("delete device: %w", err)
 	}
 	if _, err := tx.NewDelete().TableExpr("devices").Where("id = ?", id).Exec(ctx); err != nil {

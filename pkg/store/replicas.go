@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -55,7 +56,7 @@ func NewReplicas(primary *DB, urls []string, maxLag, queryTimeout time.Duration,
 			Name: "sensorapi_db_reads_total", Help: "Value-scanning reads by the pool that served them (primary, replica-N).",
 		}, []string{"pool"})}
 	for i, u := range urls {
-		db, err := Open(context.Background(), u, queryTimeout)
+		db, err := open(context.Background(), u, queryTimeout, "DATABASE_REPLICA_URL", pgconn.ValidateConnectTargetSessionAttrsStandby)
 		if err != nil {
 			r.Close()
 			return nil, fmt.Errorf("replica %d: %w", i, err)
@@ -151,6 +152,11 @@ func (rep *replica) next() chan struct{} {
 func (rep *replica) poll(ctx context.Context, log *slog.Logger) {
 	for ctx.Err() == nil {
 		err := rep.read(ctx)
+		if errors.Is(err, errNotStandby) {
+			// promoted (a failover): its pool's connections stay on this primary unless
+			// dropped, and a DSN naming several nodes finds the standby that is one now
+			rep.db.Pool.Reset()
+		}
 		if was := rep.up.Swap(err == nil); was != (err == nil) {
 			log.Info("replica state", "replica", rep.name, "up", err == nil, "error", fmt.Sprint(err))
 		}
@@ -169,18 +175,22 @@ func (rep *replica) poll(ctx context.Context, log *slog.Logger) {
 	}
 }
 
+var errNotStandby = errors.New("not a standby: not in recovery")
+
 func (rep *replica) read(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
+	var standby bool
 	var lsn *string
 	var lagMs int64
-	err := rep.db.Pool.QueryRow(ctx, `SELECT pg_last_wal_replay_lsn()::text,
-		coalesce((extract(epoch FROM now() - pg_last_xact_replay_timestamp()) * 1000)::bigint, 0)`).Scan(&lsn, &lagMs)
+	err := rep.db.Pool.QueryRow(ctx, `SELECT pg_is_in_recovery(), pg_last_wal_replay_lsn()::text,
+		coalesce((extract(epoch FROM now() - pg_last_xact_replay_timestamp()) * 1000)::bigint, 0)`).Scan(&standby, &lsn, &lagMs)
 	if err != nil {
 		return fmt.Errorf("replay position: %w", err)
 	}
-	if lsn == nil {
-		return errors.New("not a standby: pg_last_wal_replay_lsn() is null")
+	// a promoted standby still answers the position it last replayed
+	if !standby || lsn == nil {
+		return errNotStandby
 	}
 	pos, err := parseLSN(*lsn)
 	if err != nil {

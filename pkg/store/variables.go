@@ -113,10 +113,7 @@ func UpdateVariable(ctx context.Context, db bun.IDB, v *model.Variable) error {
 // DeleteVariable removes a Variable, its values and their rollup tiers, in the
 // caller's transaction.
 func DeleteVariable(ctx context.Context, tx bun.Tx, id int64) error {
-	if _, err := tx.NewRaw(`DELETE FROM "values" WHERE variable_id = ?`, id).Exec(ctx); err != nil {
-		return fmt.Errorf("delete variable values: %w", err)
-	}
-	if err := deleteTiles(ctx, tx, []int64{id}); err != nil {
+	if err := deleteValues(ctx, tx, []int64{id}); err != nil {
 		return fmt.Errorf("delete variable: %w", err)
 	}
 	if _, err := tx.NewDelete().TableExpr("variables").Where("id = ?", id).Exec(ctx); err != nil {
@@ -125,9 +122,18 @@ func DeleteVariable(ctx context.Context, tx bun.Tx, id int64) error {
 	return nil
 }
 
-// deleteTiles removes every rollup tile of vars, whose values are gone, through the
-// write path's own deletion (pkg/ingest), in bun's transaction.
-func deleteTiles(ctx context.Context, tx bun.Tx, vars []int64) error {
+// deleteValues removes every value of vars in both layouts (rows and packed days) and
+// every rollup tile, the tiles through the write path's own deletion (pkg/ingest), in
+// bun's transaction.
+func deleteValues(ctx context.Context, tx bun.Tx, vars []int64) error {
+	if len(vars) == 0 {
+		return nil
+	}
+	for _, table := range []string{`"values"`, "values_packed"} {
+		if _, err := tx.NewRaw(`DELETE FROM `+table+` WHERE variable_id IN (?)`, bun.In(vars)).Exec(ctx); err != nil {
+			return fmt.Errorf("delete %s: %w", table, err)
+		}
+	}
 	// the driver's $n parameters, past bun's ? formatting
 	exec := func(ctx context.Context, sql string, args ...any) error {
 		_, err := tx.Tx.ExecContext(ctx, sql, args...)

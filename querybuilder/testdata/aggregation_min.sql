@@ -14,8 +14,15 @@ pts AS (
     SELECT p.*
     FROM (SELECT DISTINCT id FROM vars) v
     CROSS JOIN LATERAL (
-      SELECT variable_id, ts AS ts, 1 AS n, value AS sum, value AS min, value AS max, CASE WHEN abs(value) <= 1e150 THEN 0::float8 END AS ks, CASE WHEN abs(value) <= 1e150 THEN 0::float8 END AS m2, ts AS first_ts, value AS first_value, ts AS last_ts, value AS last_value, ts AS min_ts, ts AS max_ts FROM "values"
-      WHERE variable_id = v.id
+      SELECT * FROM (
+        (SELECT variable_id, ts AS ts, 1 AS n, value AS sum, value AS min, value AS max, CASE WHEN abs(value) <= 1e150 THEN 0::float8 END AS ks, CASE WHEN abs(value) <= 1e150 THEN 0::float8 END AS m2, ts AS first_ts, value AS first_value, ts AS last_ts, value AS last_value, ts AS min_ts, ts AS max_ts FROM "values"
+         WHERE variable_id = v.id
+         ORDER BY ts DESC
+         LIMIT 100)
+        UNION ALL
+        SELECT variable_id, ts AS ts, 1 AS n, value AS sum, value AS min, value AS max, CASE WHEN abs(value) <= 1e150 THEN 0::float8 END AS ks, CASE WHEN abs(value) <= 1e150 THEN 0::float8 END AS m2, ts AS first_ts, value AS first_value, ts AS last_ts, value AS last_value, ts AS min_ts, ts AS max_ts
+        FROM packed_values(ARRAY[v.id], packed_newest_day(v.id, 100, 'infinity'), 'infinity')
+      ) both_layouts
       ORDER BY ts DESC
       LIMIT 100
     ) p

@@ -22,16 +22,30 @@ pts AS (
     WHERE x.variable_id = ANY (ARRAY(SELECT id FROM vars WHERE (SELECT ok FROM zonecheck))) AND x.ts >= ? AND x.ts < ?
     UNION ALL
     SELECT x.variable_id, x.ts AS ts, 1 AS n, x.value AS sum
+    FROM packed_values(ARRAY(SELECT id FROM vars WHERE (SELECT ok FROM zonecheck)), ?, ?) x
+    WHERE x.ts >= ? AND x.ts < ?
+    UNION ALL
+    SELECT x.variable_id, x.ts AS ts, 1 AS n, x.value AS sum
     FROM "values" x
     WHERE x.variable_id = ANY (ARRAY(SELECT id FROM vars WHERE (SELECT ok FROM zonecheck))) AND x.ts >= ? AND x.ts <= ?
     UNION ALL
-    SELECT m.variable_id, m.tile AS ts, m.n, m.sum
-    FROM value_minutes m
-    WHERE m.variable_id = ANY (ARRAY(SELECT id FROM vars WHERE (SELECT ok FROM zonecheck))) AND m.tile >= ? AND m.tile < ?
+    SELECT x.variable_id, x.ts AS ts, 1 AS n, x.value AS sum
+    FROM packed_values(ARRAY(SELECT id FROM vars WHERE (SELECT ok FROM zonecheck)), ?, ?) x
+    WHERE x.ts >= ? AND x.ts <= ?
     UNION ALL
     SELECT m.variable_id, m.tile AS ts, m.n, m.sum
     FROM value_minutes m
     WHERE m.variable_id = ANY (ARRAY(SELECT id FROM vars WHERE (SELECT ok FROM zonecheck))) AND m.tile >= ? AND m.tile < ?
+    UNION ALL
+    SELECT x.variable_id, x.ts AS ts, 1 AS n, x.value AS sum
+    FROM packed_values(ARRAY(SELECT id FROM vars WHERE (SELECT ok FROM zonecheck)), ?, ?) x
+    UNION ALL
+    SELECT m.variable_id, m.tile AS ts, m.n, m.sum
+    FROM value_minutes m
+    WHERE m.variable_id = ANY (ARRAY(SELECT id FROM vars WHERE (SELECT ok FROM zonecheck))) AND m.tile >= ? AND m.tile < ?
+    UNION ALL
+    SELECT x.variable_id, x.ts AS ts, 1 AS n, x.value AS sum
+    FROM packed_values(ARRAY(SELECT id FROM vars WHERE (SELECT ok FROM zonecheck)), ?, ?) x
     UNION ALL
     SELECT m.variable_id, m.tile AS ts, m.n, m.sum
     FROM value_quarters m
@@ -48,6 +62,10 @@ pts AS (
     SELECT x.variable_id, x.ts AS ts, 1 AS n, x.value AS sum
     FROM "values" x
     WHERE x.variable_id = ANY (ARRAY(SELECT id FROM vars WHERE NOT (SELECT ok FROM zonecheck))) AND x.ts >= ? AND x.ts <= ?
+    UNION ALL
+    SELECT x.variable_id, x.ts AS ts, 1 AS n, x.value AS sum
+    FROM packed_values(ARRAY(SELECT id FROM vars WHERE NOT (SELECT ok FROM zonecheck)), ?::timestamptz, ?::timestamptz) x
+    WHERE x.ts >= ? AND x.ts <= ?
 ),
 origin AS MATERIALIZED (
   SELECT least(d.day AT TIME ZONE ?, (
@@ -55,6 +73,10 @@ origin AS MATERIALIZED (
     WHERE e AT TIME ZONE ? = d.day)) AS at FROM (SELECT (fp.ts AT TIME ZONE ?)::date::timestamp AS day FROM (SELECT min(f.ts) AS ts FROM vars CROSS JOIN LATERAL (
     (SELECT ts FROM "values" WHERE variable_id = vars.id AND ts >= ? AND ts <= ?
     ORDER BY ts LIMIT 1)
+    UNION ALL
+    (SELECT min(x.ts) FROM (SELECT day FROM values_packed WHERE variable_id = vars.id AND day >= time_bucket(INTERVAL '1 day', ?::timestamptz) AND day <= ?::timestamptz ORDER BY day LIMIT 2) d
+     CROSS JOIN LATERAL packed_values(ARRAY[vars.id], greatest(d.day, ?::timestamptz),
+         least(d.day + INTERVAL '1 day' - INTERVAL '1 microsecond', ?::timestamptz)) x)
     UNION ALL
     (SELECT first_ts FROM value_minutes WHERE variable_id = vars.id AND tile >= ? AND tile < ?
     ORDER BY tile LIMIT 1)) f) fp) d

@@ -11,8 +11,15 @@ pts AS (
     SELECT p.*
     FROM (SELECT DISTINCT id FROM vars) v
     CROSS JOIN LATERAL (
-      SELECT variable_id, ts AS ts, 1 AS n FROM "values"
-      WHERE variable_id = v.id
+      SELECT * FROM (
+        (SELECT variable_id, ts AS ts, 1 AS n FROM "values"
+         WHERE variable_id = v.id
+         ORDER BY ts DESC
+         LIMIT 100)
+        UNION ALL
+        SELECT variable_id, ts AS ts, 1 AS n
+        FROM packed_values(ARRAY[v.id], packed_newest_day(v.id, 100, 'infinity'), 'infinity')
+      ) both_layouts
       ORDER BY ts DESC
       LIMIT 100
     ) p

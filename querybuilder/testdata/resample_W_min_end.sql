@@ -22,16 +22,30 @@ pts AS (
     WHERE x.variable_id = ANY (ARRAY(SELECT id FROM vars WHERE (SELECT ok FROM zonecheck))) AND x.ts >= ? AND x.ts < ?
     UNION ALL
     SELECT x.variable_id, x.ts AS ts, x.value AS min
+    FROM packed_values(ARRAY(SELECT id FROM vars WHERE (SELECT ok FROM zonecheck)), ?, ?) x
+    WHERE x.ts >= ? AND x.ts < ?
+    UNION ALL
+    SELECT x.variable_id, x.ts AS ts, x.value AS min
     FROM "values" x
     WHERE x.variable_id = ANY (ARRAY(SELECT id FROM vars WHERE (SELECT ok FROM zonecheck))) AND x.ts >= ? AND x.ts <= ?
     UNION ALL
-    SELECT m.variable_id, m.tile AS ts, m.min
-    FROM value_minutes m
-    WHERE m.variable_id = ANY (ARRAY(SELECT id FROM vars WHERE (SELECT ok FROM zonecheck))) AND m.tile >= ? AND m.tile < ?
+    SELECT x.variable_id, x.ts AS ts, x.value AS min
+    FROM packed_values(ARRAY(SELECT id FROM vars WHERE (SELECT ok FROM zonecheck)), ?, ?) x
+    WHERE x.ts >= ? AND x.ts <= ?
     UNION ALL
     SELECT m.variable_id, m.tile AS ts, m.min
     FROM value_minutes m
     WHERE m.variable_id = ANY (ARRAY(SELECT id FROM vars WHERE (SELECT ok FROM zonecheck))) AND m.tile >= ? AND m.tile < ?
+    UNION ALL
+    SELECT x.variable_id, x.ts AS ts, x.value AS min
+    FROM packed_values(ARRAY(SELECT id FROM vars WHERE (SELECT ok FROM zonecheck)), ?, ?) x
+    UNION ALL
+    SELECT m.variable_id, m.tile AS ts, m.min
+    FROM value_minutes m
+    WHERE m.variable_id = ANY (ARRAY(SELECT id FROM vars WHERE (SELECT ok FROM zonecheck))) AND m.tile >= ? AND m.tile < ?
+    UNION ALL
+    SELECT x.variable_id, x.ts AS ts, x.value AS min
+    FROM packed_values(ARRAY(SELECT id FROM vars WHERE (SELECT ok FROM zonecheck)), ?, ?) x
     UNION ALL
     SELECT m.variable_id, m.tile AS ts, m.min
     FROM value_quarters m
@@ -48,6 +62,10 @@ pts AS (
     SELECT x.variable_id, x.ts AS ts, x.value AS min
     FROM "values" x
     WHERE x.variable_id = ANY (ARRAY(SELECT id FROM vars WHERE NOT (SELECT ok FROM zonecheck))) AND x.ts <= ?
+    UNION ALL
+    SELECT x.variable_id, x.ts AS ts, x.value AS min
+    FROM packed_values(ARRAY(SELECT id FROM vars WHERE NOT (SELECT ok FROM zonecheck)), '-infinity'::timestamptz, ?::timestamptz) x
+    WHERE x.ts <= ?
 ),
 buckets AS (
   SELECT vars.ord, b.key, b.value

@@ -144,6 +144,9 @@ async function variableView(id, params) {
   const copy = (pre) => el("button", { on: { click: () => navigator.clipboard.writeText(pre.textContent) } }, "copy");
   show(el("h2", {}, `${v.label} `, el("span", { class: "muted" }, v.name)), controls,
     el("div", { class: "split" }, chart, el("div", {},
+      // a synthetic variable's values come from its expression (API.md §17)
+      v.type === "synthetic" ? el("div", { class: "block" }, el("h3", {}, "Synthetic: computed from"),
+        el("pre", { id: "expression" }, v.syntheticExpression)) : "",
       el("div", { class: "block" }, el("h3", {}, "SQL (as sensorapi compile prints it)", copy(sql)), sql),
       el("div", { class: "block" }, el("h3", {}, el("span", {}, "Plan, executed in ", exec, " ms"), copy(plan)), plan))));
   for (const c of controls.querySelectorAll("select, input")) c.addEventListener("change", () => load(id, chart, sql, plan, exec));

@@ -1,0 +1,194 @@
+package ingest
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sensordata/sensorapi/pkg/tiers"
+)
+
+// The packed layout (sql/20261126300001_values_packed.up.sql): a (variable, UTC day)
+// whose values are older than the late-data window is one row of lz4-compressed
+// arrays in values_packed instead of rows of "values" and tiles of value_minutes.
+// A day is in exactly one layout at any time: PackDay moves it in one transaction,
+// and every writer into a packed day moves it back first (unpackOld), so readers take
+// the union of both layouts without deduplicating.
+
+// PackedAge is how old a dot must be (at least) before its day can be packed: writers
+// look for packed days only among dots older than it, so the packer must never pack a
+// day that ends less than PackedAge ago (pkg/storage refuses a shorter window). A
+// day's margin covers clocks of instances and database apart by less than a day.
+const PackedAge = 24 * time.Hour
+
+// Day is the UTC day holding t (packed rows are per UTC day).
+func Day(t time.Time) time.Time { return t.UTC().Truncate(24 * time.Hour) }
+
+// packDaySQL moves one (variable, day)'s rows ($1, $2) into one packed row. Each
+// timestamp is stored as its residual from the straight line through the day's first
+// and last (ms): a regular series stores zeros, which lz4 reduces to almost nothing.
+// created_at is kept rounded to the millisecond, as the API shows it. The line is one
+// aggregate (MATERIALIZED: computed once, not per dot), the arrays one sort by
+// timestamp, and the arithmetic float8 (exact here: whole milliseconds within a day,
+// or between two created_at, are far inside a double's 53 bits): 14 ms for a day at
+// 10 s where numeric arithmetic and a window per column took 40.
+const packDaySQL = `WITH moved AS (
+    DELETE FROM "values" WHERE variable_id = $1 AND ts >= $2 AND ts < $2 + INTERVAL '1 day'
+    RETURNING ts, value, context, date_trunc('milliseconds', created_at + INTERVAL '500 microseconds') AS created
+), dots AS (
+    SELECT m.*, row_number() OVER (ORDER BY ts) AS i FROM moved m
+), line AS MATERIALIZED (
+    SELECT n, ts_base, created_base,
+           CASE WHEN n > 1 THEN round(date_part('epoch', ts_last - ts_base) * 1000 / (n - 1))::bigint ELSE 0 END AS ts_step,
+           CASE WHEN n > 1 THEN round(date_part('epoch', created_last - created_base) * 1000 / (n - 1))::bigint ELSE 0 END AS created_step
+    FROM (SELECT count(*) AS n, min(ts) AS ts_base, max(ts) AS ts_last,
+                 first(created, ts) AS created_base, last(created, ts) AS created_last FROM moved) a
+)
+INSERT INTO values_packed (variable_id, day, n, ts_base, ts_step, ts_r, value, created_base, created_step, created_r, context)
+SELECT $1, $2, any_value(l.n), any_value(l.ts_base), any_value(l.ts_step),
+       array_agg((round(date_part('epoch', d.ts - l.ts_base) * 1000) - (d.i - 1) * l.ts_step)::int ORDER BY d.i),
+       array_agg(d.value ORDER BY d.i),
+       any_value(l.created_base), any_value(l.created_step),
+       array_agg((round(date_part('epoch', d.created - l.created_base) * 1000) - (d.i - 1) * l.created_step)::bigint ORDER BY d.i),
+       jsonb_object_agg(d.i, d.context) FILTER (WHERE d.context IS NOT NULL)
+FROM dots d CROSS JOIN line l
+HAVING count(*) > 0`
+
+// PackDay packs one (variable, day) in a transaction of its own, under the variable's
+// row lock (writers take it before they look for packed days), and returns how many
+// values it packed: 0, and nothing changed, when the day has no rows or a timestamp
+// finer than a millisecond (loaded by hand: the packed layout keeps milliseconds).
+func (s *Store) PackDay(ctx context.Context, variable int64, day time.Time) (int, error) {
+	packed := 0
+	err := pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT FROM variables WHERE id = $1 FOR NO KEY UPDATE`, variable); err != nil {
+			return fmt.Errorf("lock variable: %w", err)
+		}
+		var rows int
+		var fine bool
+		if err := tx.QueryRow(ctx, `SELECT count(*), coalesce(bool_or(ts <> date_trunc('milliseconds', ts)), false)
+			FROM "values" WHERE variable_id = $1 AND ts >= $2 AND ts < $2 + INTERVAL '1 day'`,
+			variable, day).Scan(&rows, &fine); err != nil {
+			return fmt.Errorf("read day: %w", err)
+		}
+		if rows == 0 || fine {
+			return nil
+		}
+		// a packed row for the day already (a writer never leaves one beside rows; a
+		// day packed by hand might): merge it in
+		if err := unpackDays(ctx, execIn(tx), []int64{variable}, []time.Time{day}); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, packDaySQL, variable, day); err != nil {
+			return fmt.Errorf("pack: %w", err)
+		}
+		minutes := tiers.All[0].Table
+		if _, err := tx.Exec(ctx, `DELETE FROM `+minutes+` WHERE variable_id = $1 AND tile >= $2 AND tile < $2 + INTERVAL '1 day'`,
+			variable, day); err != nil {
+			return fmt.Errorf("drop minute tiles: %w", err)
+		}
+		packed = rows
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("pack variable %d day %s: %w", variable, day.Format(time.DateOnly), err)
+	}
+	return packed, nil
+}
+
+// unpackSQL moves the packed days among ($1, $2) back into rows of "values" and
+// restores their minute tiles, in the caller's transaction.
+var unpackSQL = []string{
+	`INSERT INTO "values" (variable_id, ts, value, context, created_at)
+SELECT x.variable_id, x.ts, x.value, x.context, x.created_at
+FROM values_packed p
+JOIN (SELECT DISTINCT * FROM unnest($1::bigint[], $2::timestamptz[])) AS w(variable_id, day) ON p.variable_id = w.variable_id AND p.day = w.day
+CROSS JOIN LATERAL packed_values(ARRAY[p.variable_id], p.day, p.day + INTERVAL '1 day' - INTERVAL '1 microsecond') x`,
+	`INSERT INTO ` + tiers.All[0].Table + ` (` + tileColumns + `)
+SELECT t.* FROM values_packed p
+JOIN (SELECT DISTINCT * FROM unnest($1::bigint[], $2::timestamptz[])) AS w(variable_id, day) ON p.variable_id = w.variable_id AND p.day = w.day
+CROSS JOIN LATERAL (` + rawTileSQL(interval(tiers.All[0]), rowsSource,
+		`x.variable_id = p.variable_id AND x.ts >= p.day AND x.ts < p.day + INTERVAL '1 day'`) + `) t`,
+	`DELETE FROM values_packed p USING unnest($1::bigint[], $2::timestamptz[]) AS w(variable_id, day)
+WHERE p.variable_id = w.variable_id AND p.day = w.day`,
+}
+
+// unpackDays moves those of the (variable, day) pairs that are packed back into rows.
+func unpackDays(ctx context.Context, exec Exec, vars []int64, days []time.Time) error {
+	for _, q := range unpackSQL {
+		if err := exec(ctx, q, vars, days); err != nil {
+			return fmt.Errorf("unpack: %w", err)
+		}
+	}
+	return nil
+}
+
+// ClearPacked prepares a variable's values in [from, to] (ms, inclusive) for a writer
+// that deletes and rewrites them as rows: the packed days inside the range are deleted
+// and the (at most two) packed days it cuts are unpacked, in the caller's transaction
+// (the synthetic variables' upkeep; Store.Delete). The caller holds the variable's row
+// lock.
+func ClearPacked(ctx context.Context, exec Exec, key, from, to int64) error {
+	start, end := time.UnixMilli(from).UTC(), time.UnixMilli(to).UTC()
+	if err := exec(ctx, `DELETE FROM values_packed
+		WHERE variable_id = $1 AND day >= $2 AND day + INTERVAL '1 day' - INTERVAL '1 microsecond' <= $3`,
+		key, start, end); err != nil {
+		return fmt.Errorf("delete packed days: %w", err)
+	}
+	return unpackDays(ctx, exec, []int64{key, key}, []time.Time{Day(start), Day(end)})
+}
+
+// lockVariablesSQL takes the variables' rows in key order (after their devices').
+const lockVariablesSQL = `SELECT FROM variables WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE`
+
+// unpackOld unpacks the packed days that rows older than PackedAge fall in, before a
+// write adds to them: under the rows' devices' and variables' locks (in the writers'
+// lock order), so that no packer packs a day between this look and the write. Rows
+// newer than PackedAge cannot touch a packed day and cost nothing here.
+func unpackOld(ctx context.Context, tx pgx.Tx, rows []row, t targets) error {
+	cutoff := time.Now().Add(-PackedAge).UnixMilli()
+	var vars []int64
+	var days []time.Time
+	for _, r := range rows { // sorted by (variable, ts)
+		if r.ts >= cutoff {
+			continue
+		}
+		d := Day(time.UnixMilli(r.ts))
+		if n := len(vars); n > 0 && vars[n-1] == r.variable && days[n-1].Equal(d) {
+			continue
+		}
+		vars, days = append(vars, r.variable), append(days, d)
+	}
+	if len(vars) == 0 {
+		return nil
+	}
+	devIDs, _ := sortedDevices(slices.Clone(t.devices)) // it compacts in place: writeRows reads t after
+	if _, err := tx.Exec(ctx, lockDevicesSQL, devIDs); err != nil {
+		return fmt.Errorf("lock devices: %w", err)
+	}
+	if _, err := tx.Exec(ctx, lockVariablesSQL, vars); err != nil {
+		return fmt.Errorf("lock variables: %w", err)
+	}
+	return unpackDays(ctx, execIn(tx), vars, days)
+}
+
+// restoreMinutesSQL gives the packed days in [$1, $2) their minute tiles back, from
+// their dots: retention runs it before it drops packed chunks, since past the raw
+// horizon the tiers alone answer, minutes included (API.md §16).
+var restoreMinutesSQL = `INSERT INTO ` + tiers.All[0].Table + ` (` + tileColumns + `)
+SELECT t.* FROM values_packed p
+CROSS JOIN LATERAL (` + rawTileSQL(interval(tiers.All[0]),
+	`packed_values(ARRAY[p.variable_id], p.day, p.day + INTERVAL '1 day' - INTERVAL '1 microsecond') x`, `true`) + `) t
+WHERE p.day >= $1 AND p.day < $2`
+
+// RestoreMinuteTiles gives the packed days in [from, to) their minute tiles back, in
+// the caller's transaction (see restoreMinutesSQL).
+func RestoreMinuteTiles(ctx context.Context, tx pgx.Tx, from, to time.Time) error {
+	if _, err := tx.Exec(ctx, restoreMinutesSQL, from, to); err != nil {
+		return fmt.Errorf("restore minute tiles of packed days: %w", err)
+	}
+	return nil
+}

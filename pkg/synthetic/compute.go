@@ -1,0 +1,357 @@
+package synthetic
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	sq "github.com/Masterminds/squirrel"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sensordata/sensorapi/pkg/ingest"
+	"github.com/sensordata/sensorapi/querybuilder"
+)
+
+// MaxTimestamp is the last timestamp a value may have (API.md §6); [0, MaxTimestamp]
+// is a synthetic variable's whole history.
+const MaxTimestamp = 253402300799999
+
+// Tx is a transaction of either driver the service uses: pgx (the upkeep) or bun's
+// database/sql (the API's variable routes), with pgx's $n parameters.
+type Tx interface {
+	Exec(ctx context.Context, sql string, args ...any) error
+	// Query calls each for every row, with the row's Scan.
+	Query(ctx context.Context, each func(scan func(dest ...any) error) error, sql string, args ...any) error
+}
+
+// PgxTx adapts a pgx transaction.
+func PgxTx(tx pgx.Tx) Tx { return pgxTx{tx} }
+
+// SQLTx adapts a database/sql transaction (bun's tx.Tx).
+func SQLTx(tx *sql.Tx) Tx { return sqlTx{tx} }
+
+type pgxTx struct{ tx pgx.Tx }
+
+func (t pgxTx) Exec(ctx context.Context, sql string, args ...any) error {
+	_, err := t.tx.Exec(ctx, sql, args...)
+	return err
+}
+
+func (t pgxTx) Query(ctx context.Context, each func(func(...any) error) error, sql string, args ...any) error {
+	rows, err := t.tx.Query(ctx, sql, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := each(rows.Scan); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+type sqlTx struct{ tx *sql.Tx }
+
+func (t sqlTx) Exec(ctx context.Context, sql string, args ...any) error {
+	_, err := t.tx.ExecContext(ctx, sql, args...)
+	return err
+}
+
+func (t sqlTx) Query(ctx context.Context, each func(func(...any) error) error, sql string, args ...any) error {
+	rows, err := t.tx.QueryContext(ctx, sql, args...)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = rows.Close() }()
+	for rows.Next() {
+		if err := each(rows.Scan); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// Definition is a synthetic variable as the upkeep computes it.
+type Definition struct {
+	Key        int64
+	Account    int64
+	Label      string
+	Expr       *querybuilder.Expr
+	Inputs     []int64
+	Positional bool
+	Firsts     []int64
+}
+
+// LoadDefinition reads one synthetic variable's definition; nil when the variable is
+// gone or not synthetic.
+func LoadDefinition(ctx context.Context, tx Tx, key int64) (*Definition, error) {
+	var d *Definition
+	err := tx.Query(ctx, func(scan func(...any) error) error {
+		var expr []byte
+		var inputs, firsts string
+		x := &Definition{Key: key}
+		if err := scan(&x.Account, &x.Label, &expr, &inputs, &x.Positional, &firsts); err != nil {
+			return err
+		}
+		if err := errors.Join(json.Unmarshal([]byte(inputs), &x.Inputs), json.Unmarshal([]byte(firsts), &x.Firsts)); err != nil {
+			return fmt.Errorf("synthetic variable %d: %w", key, err)
+		}
+		x.Expr = new(querybuilder.Expr)
+		if err := json.Unmarshal(expr, x.Expr); err != nil {
+			return fmt.Errorf("synthetic variable %d: stored expression: %w", key, err)
+		}
+		d = x
+		return nil
+	}, `SELECT s.account_id, v.label, s.expression::text, array_to_json(s.inputs)::text, s.positional, array_to_json(s.firsts)::text
+		FROM synthetic_variables s JOIN variables v ON v.id = s.variable_id WHERE s.variable_id = $1`, key)
+	if err != nil {
+		return nil, fmt.Errorf("load synthetic variable: %w", err)
+	}
+	return d, nil
+}
+
+// dollar turns a compiled statement's ? placeholders into pgx's $n.
+func dollar(q querybuilder.Query) (string, error) {
+	return sq.Dollar.ReplacePlaceholders(q.SQL)
+}
+
+// compileRange is the statement computing d's values with timestamps in [from, to]
+// (the whole history when that is [0, MaxTimestamp]).
+func compileRange(d *Definition, from, to int64) (querybuilder.Query, error) {
+	r := querybuilder.SyntheticRequest{Expr: d.Expr}
+	if from > 0 {
+		t := time.UnixMilli(from).UTC()
+		r.From = &t
+	}
+	if to < MaxTimestamp {
+		t := time.UnixMilli(to).UTC()
+		r.To = &t
+	}
+	return querybuilder.Synthetic(r)
+}
+
+// Replace recomputes d's values with timestamps in [from, to] (ms, inclusive) in tx:
+// the stored ones are deleted, the computed ones inserted, the rollup tiers over the
+// range recomputed. The caller holds the variable's row lock and updates the last
+// value afterwards (LastValue).
+func Replace(ctx context.Context, tx Tx, d *Definition, from, to int64) error {
+	from, to = max(from, 0), min(to, MaxTimestamp)
+	if from > to {
+		return nil
+	}
+	q, err := compileRange(d, from, to)
+	if err != nil {
+		return err
+	}
+	lo, hi := time.UnixMilli(from).UTC(), time.UnixMilli(to).UTC()
+	exec := func(ctx context.Context, sql string, args ...any) error { return tx.Exec(ctx, sql, args...) }
+	if err := ingest.ClearPacked(ctx, exec, d.Key, from, to); err != nil { // the range as rows only
+		return fmt.Errorf("synthetic %d: %w", d.Key, err)
+	}
+	if from == 0 && to == MaxTimestamp {
+		err = tx.Exec(ctx, `DELETE FROM "values" WHERE variable_id = $1`, d.Key)
+	} else {
+		err = tx.Exec(ctx, `DELETE FROM "values" WHERE variable_id = $1 AND ts BETWEEN $2 AND $3`, d.Key, lo, hi)
+	}
+	if err != nil {
+		return fmt.Errorf("synthetic %d: delete values: %w", d.Key, err)
+	}
+	ins := querybuilder.Query{SQL: `INSERT INTO "values" (variable_id, ts, value)
+SELECT ?::bigint, c.ts, c.value FROM (
+` + q.SQL + `
+) c WHERE c.ts BETWEEN ? AND ?`, Args: append(append([]any{d.Key}, q.Args...), lo, hi)}
+	stmt, err := dollar(ins)
+	if err != nil {
+		return err
+	}
+	if err := tx.Exec(ctx, stmt, ins.Args...); err != nil {
+		return fmt.Errorf("synthetic %d: compute values: %w", d.Key, err)
+	}
+	return ingest.RetileRange(ctx, exec, d.Key, from, to)
+}
+
+// lastValueSQL recomputes a variable's lastValue from its values (rows and packed
+// days) and returns the
+// last-value notification (ingest's payload) when it moved, else NULL.
+const lastValueSQL = `UPDATE variables v
+SET (last_value, last_value_ts, last_value_context, last_value_created) =
+    (SELECT value, ts, context, created_at FROM (
+        (SELECT value, ts, context, created_at FROM "values" WHERE variable_id = v.id ORDER BY ts DESC LIMIT 1)
+        UNION ALL
+        (SELECT value, ts, context, created_at FROM packed_values(ARRAY[v.id], packed_newest_day(v.id, 1, 'infinity'), 'infinity')
+         ORDER BY ts DESC LIMIT 1)
+    ) newest ORDER BY ts DESC LIMIT 1),
+    last_activity = now()
+FROM devices d, (SELECT last_value AS value, last_value_ts AS ts FROM variables WHERE id = $1) o
+WHERE v.id = $1 AND d.id = v.device_id
+RETURNING CASE WHEN v.last_value_ts IS NOT NULL AND (v.last_value_ts IS DISTINCT FROM o.ts OR v.last_value IS DISTINCT FROM o.value) THEN
+    jsonb_build_object('a', v.account_id, 'd', d.label, 'v', v.label, 'value', v.last_value,
+        'ts', (extract(epoch FROM v.last_value_ts) * 1000)::bigint, 'c', '{}'::jsonb)::text END`
+
+// LastValue recomputes the variable's lastValue; payload is the last-value
+// notification to send once committed ("" when it did not move).
+func LastValue(ctx context.Context, tx Tx, key int64) (payload string, err error) {
+	err = tx.Query(ctx, func(scan func(...any) error) error {
+		var p *string
+		if err := scan(&p); err != nil {
+			return err
+		}
+		if p != nil {
+			payload = *p
+		}
+		return nil
+	}, lastValueSQL, key)
+	if err != nil {
+		return "", fmt.Errorf("synthetic %d: last value: %w", key, err)
+	}
+	return payload, nil
+}
+
+// Firsts are the first timestamps (ms; -1: none) of the arguments of d's window
+// functions now.
+func Firsts(ctx context.Context, tx Tx, d *Definition) ([]int64, error) {
+	ws := d.Expr.Windows()
+	if len(ws) == 0 {
+		return []int64{}, nil
+	}
+	out := make([]int64, 0, len(ws))
+	for _, w := range ws {
+		q, err := querybuilder.Synthetic(querybuilder.SyntheticRequest{Expr: w.Args[0]})
+		if err != nil {
+			return nil, err
+		}
+		q.SQL = `SELECT coalesce((SELECT round(date_part('epoch', f.ts) * 1000)::bigint FROM (` + q.SQL + `) f LIMIT 1), -1)`
+		stmt, err := dollar(q)
+		if err != nil {
+			return nil, err
+		}
+		var first int64
+		if err := tx.Query(ctx, func(scan func(...any) error) error { return scan(&first) }, stmt, q.Args...); err != nil {
+			return nil, fmt.Errorf("synthetic %d: first values: %w", d.Key, err)
+		}
+		out = append(out, first)
+	}
+	return out, nil
+}
+
+// Recompute brings d's stored values over the ranges up to date in tx, and
+// everything when a window's grid moved (its argument's first value changed): the
+// ranges are merged first. It records the firsts, updates the last value and marks
+// d's dependents over what it recomputed. The caller holds the variable's row lock.
+func Recompute(ctx context.Context, tx Tx, d *Definition, ranges [][2]int64) (payload string, err error) {
+	ranges = merge(ranges)
+	if len(d.Expr.Windows()) > 0 {
+		now, err := Firsts(ctx, tx, d)
+		if err != nil {
+			return "", err
+		}
+		if !slices.Equal(now, d.Firsts) {
+			ranges = [][2]int64{{0, MaxTimestamp}}
+			if err := tx.Exec(ctx, `UPDATE synthetic_variables SET firsts = $2 WHERE variable_id = $1`, d.Key, now); err != nil {
+				return "", fmt.Errorf("synthetic %d: record firsts: %w", d.Key, err)
+			}
+			d.Firsts = now
+		}
+	}
+	for _, r := range ranges {
+		if err := Replace(ctx, tx, d, r[0], r[1]); err != nil {
+			return "", err
+		}
+	}
+	if payload, err = LastValue(ctx, tx, d.Key); err != nil {
+		return "", err
+	}
+	return payload, markDependents(ctx, tx, d.Key, ranges)
+}
+
+// markDependents adds the recompute of the synthetic variables reading key over the
+// timestamps its change over ranges affects (chained synthetic variables).
+func markDependents(ctx context.Context, tx Tx, key int64, ranges [][2]int64) error {
+	var vars, froms, tos []int64
+	err := tx.Query(ctx, func(scan func(...any) error) error {
+		var id int64
+		var raw []byte
+		if err := scan(&id, &raw); err != nil {
+			return err
+		}
+		var e querybuilder.Expr
+		if err := json.Unmarshal(raw, &e); err != nil {
+			return err
+		}
+		for _, r := range ranges {
+			lo, hi := e.Affected(r[0], r[1])
+			vars, froms, tos = append(vars, id), append(froms, max(lo, 0)), append(tos, min(hi, MaxTimestamp))
+		}
+		return nil
+	}, `SELECT variable_id, expression::text FROM synthetic_variables WHERE inputs @> ARRAY[$1::bigint] AND variable_id <> $1`, key)
+	if err != nil {
+		return fmt.Errorf("synthetic %d: dependents: %w", key, err)
+	}
+	return addDirty(ctx, tx, vars, froms, tos, 0)
+}
+
+// addDirty inserts to-do rows, due after delay.
+func addDirty(ctx context.Context, tx Tx, vars, froms, tos []int64, delay time.Duration) error {
+	if len(vars) == 0 {
+		return nil
+	}
+	err := tx.Exec(ctx, `INSERT INTO synthetic_dirty (variable_id, from_ts, to_ts, not_before)
+		SELECT v, f, t, now() + make_interval(secs => $4) FROM unnest($1::bigint[], $2::bigint[], $3::bigint[]) AS u(v, f, t)`,
+		vars, froms, tos, delay.Seconds())
+	if err != nil {
+		return fmt.Errorf("synthetic: mark for recompute: %w", err)
+	}
+	return nil
+}
+
+// merge sorts ranges and joins those that overlap or touch; more than maxRanges
+// become the one range spanning them all.
+func merge(ranges [][2]int64) [][2]int64 {
+	const maxRanges = 16
+	rs := slices.Clone(ranges)
+	slices.SortFunc(rs, func(a, b [2]int64) int {
+		switch {
+		case a[0] < b[0]:
+			return -1
+		case a[0] > b[0]:
+			return 1
+		}
+		return 0
+	})
+	var out [][2]int64
+	for _, r := range rs {
+		r[0], r[1] = max(r[0], 0), min(r[1], MaxTimestamp)
+		if n := len(out); n > 0 && r[0] <= out[n-1][1]+1 {
+			out[n-1][1] = max(out[n-1][1], r[1])
+			continue
+		}
+		out = append(out, r)
+	}
+	if len(out) > maxRanges {
+		out = [][2]int64{{out[0][0], out[len(out)-1][1]}}
+	}
+	return out
+}
+
+// ErrNotSynthetic: the variable has no expression.
+var ErrNotSynthetic = errors.New("not a synthetic variable")
+
+// Statement is the statement computing a synthetic variable's whole history, as the
+// backfill runs it (explain=sql).
+func Statement(ctx context.Context, tx Tx, key int64) (querybuilder.Query, error) {
+	d, err := LoadDefinition(ctx, tx, key)
+	if err != nil {
+		return querybuilder.Query{}, err
+	}
+	if d == nil {
+		return querybuilder.Query{}, ErrNotSynthetic
+	}
+	q, err := compileRange(d, 0, MaxTimestamp)
+	q.Notes = []string{querybuilder.SyntheticNote}
+	return q, err
+}

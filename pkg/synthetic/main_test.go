@@ -1,0 +1,12 @@
+package synthetic_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/sensordata/sensorapi/pkg/testenv"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) { os.Exit(testenv.Run(m, &env)) }

@@ -1,0 +1,309 @@
+package synthetic
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sensordata/sensorapi/pkg/apierr"
+	"github.com/sensordata/sensorapi/pkg/ingest"
+	"github.com/sensordata/sensorapi/pkg/notify"
+	"github.com/sensordata/sensorapi/querybuilder"
+)
+
+// Upkeep keeps synthetic variables up to date as their inputs change (API.md §17,
+// docs/synthetic.md). It follows the ingestion pipeline (ingest.Follower):
+//
+//   - Mark, inside each writing transaction, refuses writes and deletes of synthetic
+//     variables' values, and for each written input that has dependents inserts the
+//     range of the dependents' timestamps the change affects into synthetic_dirty:
+//     the to-do commits with the values or not at all. Inputs without dependents cost
+//     a map lookup (the graph is kept in memory, reloaded when it changes anywhere).
+//   - Committed wakes the worker.
+//
+// The worker (Run) takes the to-do of one synthetic variable at a time with FOR UPDATE
+// SKIP LOCKED, locks the variable's row, recomputes the affected timestamps with the
+// backfill's statement restricted to them, and deletes the to-do in the same
+// transaction, which also marks the variable's own dependents (chains). Any number of
+// instances share the table: no update is lost (a to-do goes only with the commit of
+// its recompute) or done twice (a to-do row is taken by one worker). A recompute that
+// fails is logged, counted and retried later with backoff; ingestion never waits for it.
+type Upkeep struct {
+	Pool *pgxpool.Pool
+	Log  *slog.Logger
+
+	mu    sync.RWMutex
+	deps  map[int64][]*Definition // input key → the synthetic variables reading it
+	synth map[int64]string        // synthetic key → label
+
+	wake   chan struct{}
+	reload chan struct{}
+
+	recomputed *prometheus.CounterVec
+	lag        prometheus.Histogram
+}
+
+// NewUpkeep makes the upkeep of an instance; reg (may be nil) gets its metrics.
+func NewUpkeep(pool *pgxpool.Pool, log *slog.Logger, reg prometheus.Registerer) *Upkeep {
+	u := &Upkeep{Pool: pool, Log: log, deps: map[int64][]*Definition{}, synth: map[int64]string{},
+		wake: make(chan struct{}, 1), reload: make(chan struct{}, 1),
+		recomputed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sensorapi_synthetic_recomputes_total",
+			Help: "Recomputes of synthetic variables after their inputs changed, by outcome (ok, failed).",
+		}, []string{"outcome"}),
+		lag: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "sensorapi_synthetic_lag_seconds",
+			Help:    "Time from an input's commit to the synthetic values' commit (oldest to-do of a recompute).",
+			Buckets: prometheus.ExponentialBuckets(0.005, 2, 14),
+		}),
+	}
+	if reg != nil {
+		reg.MustRegister(u.recomputed, u.lag)
+	}
+	return u
+}
+
+// Invalidated asks for the graph to be read again (the cache router's "synthetic"
+// messages; a reset of the listener).
+func (u *Upkeep) Invalidated() {
+	select {
+	case u.reload <- struct{}{}:
+	default:
+	}
+}
+
+// Load reads the graph of every account.
+func (u *Upkeep) Load(ctx context.Context) error {
+	rows, err := u.Pool.Query(ctx, `SELECT s.variable_id, s.account_id, v.label, s.expression, s.inputs, s.positional
+		FROM synthetic_variables s JOIN variables v ON v.id = s.variable_id`)
+	if err != nil {
+		return fmt.Errorf("synthetic: load the graph: %w", err)
+	}
+	deps, synth := map[int64][]*Definition{}, map[int64]string{}
+	for rows.Next() {
+		d := &Definition{Expr: new(querybuilder.Expr)}
+		var raw []byte
+		if err := rows.Scan(&d.Key, &d.Account, &d.Label, &raw, &d.Inputs, &d.Positional); err != nil {
+			rows.Close()
+			return fmt.Errorf("synthetic: load the graph: %w", err)
+		}
+		if err := json.Unmarshal(raw, d.Expr); err != nil {
+			rows.Close()
+			return fmt.Errorf("synthetic: load the graph: variable %d: %w", d.Key, err)
+		}
+		synth[d.Key] = d.Label
+		for _, in := range d.Inputs {
+			deps[in] = append(deps[in], d)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("synthetic: load the graph: %w", err)
+	}
+	u.mu.Lock()
+	u.deps, u.synth = deps, synth
+	u.mu.Unlock()
+	return nil
+}
+
+// Mark implements ingest.Follower.
+func (u *Upkeep) Mark(ctx context.Context, tx pgx.Tx, changes []ingest.Change) error {
+	var vars, froms, tos []int64
+	u.mu.RLock()
+	for _, c := range changes {
+		if label, ok := u.synth[c.Variable]; ok {
+			u.mu.RUnlock()
+			if c.Deleted {
+				return apierr.Invalid(label, "The values of a synthetic variable are computed from its expression: they cannot be deleted (change the expression to recompute them).")
+			}
+			return apierr.Invalid(label, "The values of a synthetic variable are computed from its expression: they cannot be written.")
+		}
+		for _, d := range u.deps[c.Variable] {
+			lo, hi := d.Expr.Affected(c.From, c.To)
+			vars, froms, tos = append(vars, d.Key), append(froms, max(lo, 0)), append(tos, min(hi, MaxTimestamp))
+		}
+	}
+	u.mu.RUnlock()
+	if len(vars) == 0 {
+		return nil
+	}
+	return addDirty(ctx, PgxTx(tx), vars, froms, tos, 0)
+}
+
+// Committed implements ingest.Follower: it wakes the worker when an input changed.
+func (u *Upkeep) Committed(changes []ingest.Change) {
+	u.mu.RLock()
+	hit := false
+	for _, c := range changes {
+		if len(u.deps[c.Variable]) > 0 {
+			hit = true
+			break
+		}
+	}
+	u.mu.RUnlock()
+	if hit {
+		u.Wake()
+	}
+}
+
+// Wake makes the worker look for to-do rows now.
+func (u *Upkeep) Wake() {
+	select {
+	case u.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Poll is how often the worker looks for to-do rows without being woken (rows of
+// other instances' writes, retries, the settling recompute after a definition).
+const Poll = 500 * time.Millisecond
+
+// reloadEvery rereads the graph even without a notification.
+const reloadEvery = 30 * time.Second
+
+// Run loads the graph and works until ctx ends. The graph is reloaded beside the
+// worker, never behind a long run of recomputes: Mark must see a new definition's
+// inputs well within the settling recompute's delay.
+func (u *Upkeep) Run(ctx context.Context) {
+	if err := u.Load(ctx); err != nil && ctx.Err() == nil {
+		u.Log.Warn("synthetic variables: graph not loaded", "error", err.Error())
+	}
+	go u.reloadLoop(ctx)
+	tick := time.NewTicker(Poll)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-u.wake:
+		case <-tick.C:
+		}
+		for ctx.Err() == nil {
+			did, err := u.Step(ctx)
+			if err != nil && ctx.Err() == nil {
+				u.Log.Warn("synthetic variables: recompute failed", "error", err.Error())
+			}
+			if !did {
+				break
+			}
+		}
+	}
+}
+
+// reloadLoop rereads the graph when told to (Invalidated) and every reloadEvery.
+func (u *Upkeep) reloadLoop(ctx context.Context) {
+	reread := time.NewTicker(reloadEvery)
+	defer reread.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-u.reload:
+		case <-reread.C:
+		}
+		if err := u.Load(ctx); err != nil && ctx.Err() == nil {
+			u.Log.Warn("synthetic variables: graph not reloaded", "error", err.Error())
+		}
+	}
+}
+
+// maxRows is how many to-do rows of one variable a step takes.
+const maxRows = 10000
+
+// Step recomputes the due to-do of one synthetic variable, if any (did: something was
+// taken).
+func (u *Upkeep) Step(ctx context.Context) (did bool, err error) {
+	var ids []int64
+	var key int64
+	var payload string
+	var oldest time.Time
+	err = pgx.BeginFunc(ctx, u.Pool, func(tx pgx.Tx) error {
+		err := tx.QueryRow(ctx, `SELECT variable_id FROM synthetic_dirty WHERE not_before <= now()
+			ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED`).Scan(&key)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("take to-do: %w", err)
+		}
+		did = true
+		rows, err := tx.Query(ctx, `SELECT id, from_ts, to_ts, created_at FROM synthetic_dirty
+			WHERE variable_id = $1 AND not_before <= now() ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED`, key, maxRows)
+		if err != nil {
+			return fmt.Errorf("take to-do: %w", err)
+		}
+		var ranges [][2]int64
+		for rows.Next() {
+			var id, from, to int64
+			var at time.Time
+			if err := rows.Scan(&id, &from, &to, &at); err != nil {
+				rows.Close()
+				return fmt.Errorf("take to-do: %w", err)
+			}
+			if oldest.IsZero() || at.Before(oldest) {
+				oldest = at
+			}
+			ids, ranges = append(ids, id), append(ranges, [2]int64{from, to})
+		}
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("take to-do: %w", err)
+		}
+		// the variable's row first: recomputes of one variable (and its definition) run
+		// one after the other, each seeing what the previous committed
+		if _, err := tx.Exec(ctx, `SELECT FROM variables WHERE id = $1 FOR NO KEY UPDATE`, key); err != nil {
+			return fmt.Errorf("lock variable: %w", err)
+		}
+		d, err := LoadDefinition(ctx, PgxTx(tx), key)
+		if err != nil {
+			return err
+		}
+		if d != nil {
+			if payload, err = Recompute(ctx, PgxTx(tx), d, ranges); err != nil {
+				return err
+			}
+		}
+		_, err = tx.Exec(ctx, `DELETE FROM synthetic_dirty WHERE id = ANY($1)`, ids)
+		return err
+	})
+	if err != nil {
+		u.recomputed.WithLabelValues("failed").Inc()
+		if len(ids) > 0 {
+			u.postpone(ctx, ids)
+		}
+		return did, fmt.Errorf("synthetic variable %d: %w", key, err)
+	}
+	if len(ids) > 0 {
+		u.recomputed.WithLabelValues("ok").Inc()
+		u.lag.Observe(time.Since(oldest).Seconds())
+	}
+	if payload != "" {
+		if _, err := u.Pool.Exec(ctx, `SELECT pg_notify($1, $2)`, notify.LastValueChannel, payload); err != nil {
+			u.Log.Warn("synthetic variables: last-value notification not sent", "variable", key, "error", err.Error())
+		}
+	}
+	return did, nil
+}
+
+// postpone pushes failed to-do rows back: 1 s, 2 s, 4 s ... at most 5 minutes.
+func (u *Upkeep) postpone(ctx context.Context, ids []int64) {
+	_, err := u.Pool.Exec(ctx, `UPDATE synthetic_dirty SET attempts = attempts + 1,
+		not_before = now() + least(interval '5 minutes', interval '1 second' * power(2, least(attempts, 20)))
+		WHERE id = ANY($1)`, ids)
+	if err != nil && ctx.Err() == nil {
+		u.Log.Warn("synthetic variables: failed to-do not postponed", "error", err.Error())
+	}
+}
+
+// Pending is how many to-do rows wait (tests, metrics).
+func Pending(ctx context.Context, pool *pgxpool.Pool) (int, error) {
+	var n int
+	err := pool.QueryRow(ctx, `SELECT count(*) FROM synthetic_dirty WHERE not_before <= now()`).Scan(&n)
+	return n, err
+}

@@ -1,0 +1,505 @@
+package querybuilder
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	sq "github.com/Masterminds/squirrel"
+)
+
+// Synthetic variables (API.md §17) compile here, so that a window function buckets
+// exactly as E8 does (gridFor, and the aggregation table's expressions over summary
+// rows). pkg/synthetic parses the expression text into an Expr.
+
+// ExprKind is the kind of a node of a synthetic expression.
+type ExprKind int
+
+// Node kinds.
+const (
+	ExprNumber ExprKind = iota // Number
+	ExprRef                    // Ref: a variable's values
+	ExprUnary                  // Op ("-", "not") of Args[0]
+	ExprBinary                 // Args[0] Op Args[1]
+	ExprCall                   // Op(Args...): a pointwise, series or window function
+)
+
+// Expr is a node of a parsed, checked synthetic expression.
+type Expr struct {
+	Kind   ExprKind
+	Op     string
+	Number float64
+	Ref    Ref
+	Args   []*Expr
+	// N is round's digits or shift's distance; Period and Zone a window's buckets.
+	N      int
+	Period Period
+	Zone   string
+}
+
+// Ref names a variable: by its internal key (the service, which resolved it), or by
+// public id or device and variable labels within Account (sensorapi compile: the
+// statement resolves it).
+type Ref struct {
+	Key          int64
+	Account      int64
+	ID           string
+	Device, Name string
+}
+
+// Function kinds.
+const (
+	FuncPointwise = iota + 1
+	FuncSeries
+	FuncWindow
+)
+
+// Functions are the functions of §17: name → kind and the number of expression
+// arguments (round takes digits and shift a distance besides, windows a period and an
+// optional zone; pkg/synthetic reads those).
+var Functions = map[string]struct{ Kind, Args int }{
+	"abs": {FuncPointwise, 1}, "sqrt": {FuncPointwise, 1}, "exp": {FuncPointwise, 1}, "ln": {FuncPointwise, 1},
+	"log10": {FuncPointwise, 1}, "floor": {FuncPointwise, 1}, "ceil": {FuncPointwise, 1}, "round": {FuncPointwise, 1},
+	"sin": {FuncPointwise, 1}, "cos": {FuncPointwise, 1}, "tan": {FuncPointwise, 1},
+	"min": {FuncPointwise, 2}, "max": {FuncPointwise, 2}, "where": {FuncPointwise, 3},
+	"diff": {FuncSeries, 1}, "shift": {FuncSeries, 1}, "cumsum": {FuncSeries, 1},
+	"mean": {FuncWindow, 1}, "sum": {FuncWindow, 1}, "count": {FuncWindow, 1}, "first": {FuncWindow, 1},
+	"last": {FuncWindow, 1}, "std": {FuncWindow, 1},
+	// min and max with one argument and a period are the window functions
+}
+
+// IsWindow tells whether the node is a window function (min and max are when called
+// with a period).
+func (e *Expr) IsWindow() bool {
+	return e.Kind == ExprCall && e.Period.N > 0
+}
+
+// Refs lists the keys the expression reads, each once, in order of appearance.
+func (e *Expr) Refs() []Ref {
+	var out []Ref
+	var walk func(*Expr)
+	walk = func(n *Expr) {
+		if n.Kind == ExprRef {
+			for _, r := range out {
+				if r == n.Ref {
+					return
+				}
+			}
+			out = append(out, n.Ref)
+		}
+		for _, a := range n.Args {
+			walk(a)
+		}
+	}
+	walk(e)
+	return out
+}
+
+// IsScalar tells whether the node reads no variable (a constant).
+func (e *Expr) IsScalar() bool { return len(e.Refs()) == 0 }
+
+// Windows lists the window-function nodes, in pre-order (pkg/synthetic keeps the first
+// timestamp of each one's argument: a change of it moves the bucket grid).
+func (e *Expr) Windows() []*Expr {
+	var out []*Expr
+	var walk func(*Expr)
+	walk = func(n *Expr) {
+		if n.IsWindow() {
+			out = append(out, n)
+		}
+		for _, a := range n.Args {
+			walk(a)
+		}
+	}
+	walk(e)
+	return out
+}
+
+// HasPositional tells whether some node depends on other timestamps than its own
+// (series and window functions): then a write before the first value may move
+// everything after it.
+func (e *Expr) HasPositional() bool {
+	if e.Kind == ExprCall && (e.IsWindow() || Functions[e.Op].Kind == FuncSeries) {
+		return true
+	}
+	for _, a := range e.Args {
+		if a.HasPositional() {
+			return true
+		}
+	}
+	return false
+}
+
+// margin is how far a bucket of the window reaches from its label, at most: labels lie
+// inside their bucket (the start for nT, nH and nD, the Sunday of a week, the last day
+// of a month), and a local day lasts at most 25 hours.
+func (e *Expr) margin() time.Duration {
+	p := e.Period
+	switch p.Unit {
+	case Minute:
+		return time.Duration(p.N) * time.Minute
+	case Hour:
+		return time.Duration(p.N) * time.Hour
+	case Day:
+		return time.Duration(p.N)*25*time.Hour + time.Hour
+	case Week:
+		return 8 * 24 * time.Hour
+	}
+	return 32 * 24 * time.Hour
+}
+
+// Unbounded is the end of a range that has none.
+const Unbounded = int64(1) << 62
+
+// Affected is the range of output timestamps (ms, inclusive) that a change of an
+// input's values over [from, to] may alter. Series functions reach to the end (a
+// value n positions later, a running sum); windows reach a bucket either side.
+func (e *Expr) Affected(from, to int64) (int64, int64) {
+	switch {
+	case e.Kind == ExprRef || e.Kind == ExprNumber:
+		return from, to
+	case e.IsWindow():
+		lo, hi := e.Args[0].Affected(from, to)
+		m := e.margin().Milliseconds()
+		return lo - m, satAdd(hi, m)
+	case e.Kind == ExprCall && Functions[e.Op].Kind == FuncSeries:
+		lo, _ := e.Args[0].Affected(from, to)
+		return lo, Unbounded
+	}
+	lo, hi := Unbounded, -Unbounded
+	for _, a := range e.Args {
+		if a.IsScalar() {
+			continue
+		}
+		l, h := a.Affected(from, to)
+		lo, hi = min(lo, l), max(hi, h)
+	}
+	return lo, hi
+}
+
+func satAdd(a, b int64) int64 {
+	if a >= Unbounded-b {
+		return Unbounded
+	}
+	return a + b
+}
+
+// SyntheticRequest asks for the values of an expression: over the inputs' whole
+// history (From and To nil: the backfill), or only those with timestamps in
+// [From, To] (live upkeep), computed from the input values those need.
+type SyntheticRequest struct {
+	Expr     *Expr
+	From, To *time.Time
+}
+
+// Synthetic compiles the expression into one statement returning (ts timestamptz,
+// value float8), ordered by ts, one row per timestamp where the expression has a
+// finite value.
+func Synthetic(r SyntheticRequest) (Query, error) {
+	if r.Expr == nil || r.Expr.IsScalar() {
+		return Query{}, fmt.Errorf("synthetic: the expression reads no variable")
+	}
+	c := &synthCompiler{}
+	var b span
+	if r.From != nil {
+		b.lo = sq.Expr("?::timestamptz", *r.From)
+	}
+	if r.To != nil {
+		b.hi = sq.Expr("?::timestamptz", *r.To)
+	}
+	body, err := c.series(r.Expr, b)
+	if err != nil {
+		return Query{}, err
+	}
+	stmt := sq.ConcatExpr("SELECT s.ts, s.value\nFROM (\n", body, "\n) s\nORDER BY s.ts")
+	return build(stmt, nil)
+}
+
+// span restricts a series to timestamps in [lo, hi] (SQL timestamptz expressions;
+// nil: open).
+type span struct{ lo, hi sq.Sqlizer }
+
+// widen moves both ends out by d (an end that is open stays open).
+func (b span) widen(d time.Duration) span {
+	iv := fmt.Sprintf("interval '%d seconds'", int64(d/time.Second))
+	var out span
+	if b.lo != nil {
+		out.lo = sq.ConcatExpr("(", b.lo, " - "+iv+")")
+	}
+	if b.hi != nil {
+		out.hi = sq.ConcatExpr("(", b.hi, " + "+iv+")")
+	}
+	return out
+}
+
+// where is the predicate of the span on a ts column ("TRUE" when open).
+func (b span) where(col string) sq.Sqlizer {
+	var parts []any
+	if b.lo != nil {
+		parts = append(parts, col+" >= ", b.lo)
+	}
+	if b.hi != nil {
+		if len(parts) > 0 {
+			parts = append(parts, " AND ")
+		}
+		parts = append(parts, col+" <= ", b.hi)
+	}
+	if len(parts) == 0 {
+		return sq.Expr("TRUE")
+	}
+	return sq.ConcatExpr(parts...)
+}
+
+// packed is the span as packed_values' bounds (raw values are rows or packed days,
+// docs/queries.md "Packed days").
+func (b span) packed() sq.Sqlizer {
+	lo, hi := sq.Sqlizer(sq.Expr("'-infinity'::timestamptz")), sq.Sqlizer(sq.Expr("'infinity'::timestamptz"))
+	if b.lo != nil {
+		lo = sq.ConcatExpr(b.lo, "::timestamptz")
+	}
+	if b.hi != nil {
+		hi = sq.ConcatExpr(b.hi, "::timestamptz")
+	}
+	return sq.ConcatExpr(lo, ", ", hi)
+}
+
+type synthCompiler struct{ alias int }
+
+func (c *synthCompiler) next(prefix string) string {
+	c.alias++
+	return fmt.Sprintf("%s%d", prefix, c.alias)
+}
+
+// series compiles a node that reads variables into a SELECT of (ts, value) over b.
+// Pointwise trees become one join of their leaves (references, series and window
+// functions) on ts; the expression is computed per row, and rows where it is not
+// finite (NULL here: every partial operation yields NULL outside its domain) dropped.
+func (c *synthCompiler) series(e *Expr, b span) (sq.Sqlizer, error) {
+	switch {
+	case e.Kind == ExprRef:
+		// OFFSET 0 keeps the expression's filters out of this scan: pushed down, PostgreSQL
+		// may evaluate one (e.g. value * 2, which raises an error on overflow) on other
+		// variables' rows before the key's condition has dropped them
+		return sq.ConcatExpr(`SELECT ts, value FROM "values" WHERE variable_id = `, refKey(e.Ref), ` AND `, b.where("ts"), `
+UNION ALL SELECT ts, value FROM packed_values(ARRAY[`, refKey(e.Ref), `], `, b.packed(), `) OFFSET 0`), nil
+	case e.IsWindow():
+		return c.window(e, b)
+	case e.Kind == ExprCall && Functions[e.Op].Kind == FuncSeries:
+		return c.seriesFunc(e, b)
+	}
+	var leaves []any // FROM items
+	var first string
+	seen := map[string]string{}
+	var value func(n *Expr) (sq.Sqlizer, error)
+	value = func(n *Expr) (sq.Sqlizer, error) {
+		if n.Kind == ExprNumber {
+			return sq.Expr("?::float8", n.Number), nil
+		}
+		if n.Kind == ExprRef || n.IsWindow() || (n.Kind == ExprCall && Functions[n.Op].Kind == FuncSeries) {
+			key := ""
+			if n.Kind == ExprRef {
+				key = fmt.Sprintf("%+v", n.Ref)
+				if a, ok := seen[key]; ok {
+					return sq.Expr(a + ".value"), nil
+				}
+			}
+			s, err := c.series(n, b)
+			if err != nil {
+				return nil, err
+			}
+			a := c.next("s")
+			if key != "" {
+				seen[key] = a
+			}
+			if first == "" {
+				first = a
+				leaves = append(leaves, "(", s, ") "+a)
+			} else {
+				leaves = append(leaves, "\nJOIN (", s, ") "+a+" ON "+a+".ts = "+first+".ts")
+			}
+			return sq.Expr(a + ".value"), nil
+		}
+		args := make([]sq.Sqlizer, len(n.Args))
+		for i, a := range n.Args {
+			var err error
+			if args[i], err = value(a); err != nil {
+				return nil, err
+			}
+		}
+		return pointwise(n, args)
+	}
+	v, err := value(e)
+	if err != nil {
+		return nil, err
+	}
+	return sq.ConcatExpr("SELECT p.ts, p.value FROM (\nSELECT "+first+".ts, ", v, " AS value\nFROM ",
+		sq.ConcatExpr(leaves...), "\n) p WHERE p.value IS NOT NULL"), nil
+}
+
+// refKey is a reference's variable key: bound, or looked up within the account.
+func refKey(r Ref) sq.Sqlizer {
+	switch {
+	case r.Key != 0:
+		return sq.Expr("?::bigint", r.Key)
+	case r.ID != "":
+		return sq.Expr("(SELECT id FROM variables WHERE account_id = ? AND public_id = ?)", r.Account, r.ID)
+	}
+	return sq.Expr(`(SELECT v.id FROM variables v JOIN devices d ON d.id = v.device_id
+  WHERE d.account_id = ? AND d.label = ? AND v.label = ?)`, r.Account, r.Device, r.Name)
+}
+
+// exp and power are defined up to these magnitudes (PostgreSQL raises an error where
+// IEEE arithmetic would give infinity or underflow).
+const (
+	maxLn = "709.782712893384"
+	minLn = "-708.3964185322641"
+)
+
+// pointwise is the SQL of one operation on the values of its arguments. Every operand
+// may be NULL (no finite value), and so is the result then; an operation outside its
+// domain (division by zero, sqrt(-1), ln(0)) is NULL, never an error.
+func pointwise(n *Expr, a []sq.Sqlizer) (sq.Sqlizer, error) {
+	x := func(format string, args ...sq.Sqlizer) sq.Sqlizer {
+		parts := strings.Split(format, "%")
+		out := []any{}
+		for i, p := range parts {
+			if i > 0 {
+				idx := p[0] - '0'
+				out = append(out, "(", args[idx], ")")
+				p = p[1:]
+			}
+			out = append(out, p)
+		}
+		return sq.ConcatExpr(out...)
+	}
+	switch n.Kind {
+	case ExprUnary:
+		if n.Op == "-" {
+			return x("-%0", a[0]), nil
+		}
+		return x("(%0 = 0)::int::float8", a[0]), nil // not
+	case ExprBinary:
+		switch n.Op {
+		case "+", "-", "*":
+			return x("%0 "+n.Op+" %1", a[0], a[1]), nil
+		case "/":
+			return x("%0 / nullif(%1, 0)", a[0], a[1]), nil
+		case "%": // the sign of the divisor, as pandas and Python
+			return x("%0 - %1 * floor(%0 / nullif(%1, 0))", a[0], a[1]), nil
+		case "^":
+			return x(`CASE WHEN %0 = 0 AND %1 > 0 THEN 0::float8 WHEN %0 = 0 AND %1 = 0 THEN 1::float8
+  WHEN %0 <> 0 AND (%0 > 0 OR %1 = trunc(%1)) AND %1 * ln(abs(%0)) BETWEEN `+minLn+` AND `+maxLn+` THEN power(%0, %1) END`, a[0], a[1]), nil
+		case "<", "<=", ">", ">=", "!=":
+			op := n.Op
+			if op == "!=" {
+				op = "<>"
+			}
+			return x("(%0 "+op+" %1)::int::float8", a[0], a[1]), nil
+		case "==":
+			return x("(%0 = %1)::int::float8", a[0], a[1]), nil
+		case "and":
+			return x("((%0 <> 0)::int * (%1 <> 0)::int)::float8", a[0], a[1]), nil
+		case "or":
+			return x("sign((%0 <> 0)::int + (%1 <> 0)::int)::float8", a[0], a[1]), nil
+		}
+	case ExprCall:
+		switch n.Op {
+		case "abs", "floor", "ceil", "sin", "cos", "tan":
+			return x(n.Op+"(%0)", a[0]), nil
+		case "sqrt":
+			return x("CASE WHEN %0 >= 0 THEN sqrt(%0) END", a[0]), nil
+		case "ln", "log10":
+			fn := map[string]string{"ln": "ln", "log10": "log"}[n.Op]
+			return x("CASE WHEN %0 > 0 THEN "+fn+"(%0) END", a[0]), nil
+		case "exp":
+			return x("CASE WHEN %0 <= "+maxLn+" THEN CASE WHEN %0 >= "+minLn+" THEN exp(%0) ELSE 0::float8 END END", a[0]), nil
+		case "round": // half away from zero, on the shortest decimal form (as decimalPlaces)
+			return x(fmt.Sprintf("round((%%0)::text::numeric, %d)::float8", n.N), a[0]), nil
+		case "min":
+			return x("CASE WHEN %0 <= %1 THEN %0 WHEN %0 > %1 THEN %1 END", a[0], a[1]), nil
+		case "max":
+			return x("CASE WHEN %0 >= %1 THEN %0 WHEN %0 < %1 THEN %1 END", a[0], a[1]), nil
+		case "where":
+			return x("CASE WHEN %0 IS NULL THEN NULL WHEN %0 <> 0 THEN %1 ELSE %2 END", a[0], a[1], a[2]), nil
+		}
+	}
+	return nil, fmt.Errorf("synthetic: cannot compile %q", n.Op)
+}
+
+// seriesFunc compiles diff, shift and cumsum over the argument's values in timestamp
+// order. Over a span, diff and shift read the n values before it as well (a top-n on
+// the argument), cumsum everything before it.
+func (c *synthCompiler) seriesFunc(e *Expr, b span) (sq.Sqlizer, error) {
+	n := max(e.N, 1)
+	inner := span{hi: b.hi}
+	if b.lo != nil && e.Op != "cumsum" {
+		before, err := c.series(e.Args[0], span{hi: sq.ConcatExpr("(", b.lo, " - interval '1 millisecond')")})
+		if err != nil {
+			return nil, err
+		}
+		inner.lo = sq.ConcatExpr("coalesce((SELECT q.ts FROM (", before,
+			fmt.Sprintf(") q ORDER BY q.ts DESC OFFSET %d LIMIT 1), '-infinity'::timestamptz)", n-1))
+	}
+	arg, err := c.series(e.Args[0], inner)
+	if err != nil {
+		return nil, err
+	}
+	var v string
+	switch e.Op {
+	case "diff":
+		v = "w.value - lag(w.value) OVER (ORDER BY w.ts)"
+	case "shift":
+		v = fmt.Sprintf("lag(w.value, %d) OVER (ORDER BY w.ts)", n)
+	default:
+		v = "sum(w.value) OVER (ORDER BY w.ts ROWS UNBOUNDED PRECEDING)"
+	}
+	a := c.next("f")
+	return sq.ConcatExpr("SELECT "+a+".ts, "+a+".value FROM (\nSELECT w.ts, "+v+" AS value FROM (\n", arg,
+		"\n) w\n) "+a+" WHERE "+a+".value IS NOT NULL AND ", b.where(a+".ts")), nil
+}
+
+// Window aggregates over points (ts, value, and the summary columns n, sum, min, max
+// of one value each, which the E8 expressions read), for those E8 does not offer.
+var windowOnly = map[string]string{
+	AggFirst: "first(value, ts)",
+	AggLast:  "last(value, ts)",
+	AggStd:   "stddev_samp(value)",
+}
+
+// window compiles a window function: the argument's values bucketed by gridFor, as E8
+// buckets them, with the origin taken from the argument's whole history (its first
+// value), and one row per non-empty bucket, stamped with E8's label. Over a span, only
+// the buckets labelled inside it, from the argument's values that can reach them.
+func (c *synthCompiler) window(e *Expr, b span) (sq.Sqlizer, error) {
+	agg, ok := windowOnly[e.Op]
+	if !ok {
+		ra, ok := resampleAggregationNamed(e.Op)
+		if !ok {
+			return nil, fmt.Errorf("synthetic: unknown window function %q", e.Op)
+		}
+		agg = ra.expr
+	}
+	full, err := c.series(e.Args[0], span{})
+	if err != nil {
+		return nil, err
+	}
+	arg := full
+	if b.lo != nil || b.hi != nil {
+		if arg, err = c.series(e.Args[0], b.widen(e.margin())); err != nil {
+			return nil, err
+		}
+	}
+	first := sq.ConcatExpr("SELECT q.ts FROM (", full, ") q ORDER BY q.ts LIMIT 1")
+	g := gridFor(e.Period, e.Zone, first)
+	var origin any = ""
+	if g.origin != nil {
+		origin = sq.Expr(",\norigin AS MATERIALIZED (\n  ?\n)", g.origin)
+	}
+	a := c.next("w")
+	return sq.ConcatExpr("SELECT "+a+".ts, "+a+".value FROM (\nWITH pts AS (\n  SELECT ts, value, 1 AS n, value AS sum, value AS min, value AS max FROM (",
+		arg, ") a\n)", origin, sq.Expr("\nSELECT ? AS ts, g.value FROM (\n  SELECT ? AS key, "+agg+" AS value FROM pts GROUP BY 1\n) g\n) "+a+
+			" WHERE "+a+".value IS NOT NULL AND ", g.label, g.key), b.where(a+".ts")), nil
+}
+
+// SyntheticNote is the explain note of a synthetic statement.
+const SyntheticNote = "synthetic: computed from the raw values of its inputs (API.md §17)"

@@ -1,0 +1,21 @@
+SELECT s.ts, s.value
+FROM (
+SELECT p.ts, p.value FROM (
+SELECT s2.ts, (s2.value) - (s4.value) AS value
+FROM (SELECT f1.ts, f1.value FROM (
+SELECT w.ts, sum(w.value) OVER (ORDER BY w.ts ROWS UNBOUNDED PRECEDING) AS value FROM (
+SELECT ts, value FROM "values" WHERE variable_id = ?::bigint AND TRUE
+UNION ALL SELECT ts, value FROM packed_values(ARRAY[?::bigint], '-infinity'::timestamptz, 'infinity'::timestamptz) OFFSET 0
+) w
+) f1 WHERE f1.value IS NOT NULL AND f1.ts >= ?::timestamptz) s2
+JOIN (SELECT f3.ts, f3.value FROM (
+SELECT w.ts, lag(w.value, 2) OVER (ORDER BY w.ts) AS value FROM (
+SELECT ts, value FROM "values" WHERE variable_id = ?::bigint AND ts >= coalesce((SELECT q.ts FROM (SELECT ts, value FROM "values" WHERE variable_id = ?::bigint AND ts <= (?::timestamptz - interval '1 millisecond')
+UNION ALL SELECT ts, value FROM packed_values(ARRAY[?::bigint], '-infinity'::timestamptz, (?::timestamptz - interval '1 millisecond')::timestamptz) OFFSET 0) q ORDER BY q.ts DESC OFFSET 1 LIMIT 1), '-infinity'::timestamptz)
+UNION ALL SELECT ts, value FROM packed_values(ARRAY[?::bigint], coalesce((SELECT q.ts FROM (SELECT ts, value FROM "values" WHERE variable_id = ?::bigint AND ts <= (?::timestamptz - interval '1 millisecond')
+UNION ALL SELECT ts, value FROM packed_values(ARRAY[?::bigint], '-infinity'::timestamptz, (?::timestamptz - interval '1 millisecond')::timestamptz) OFFSET 0) q ORDER BY q.ts DESC OFFSET 1 LIMIT 1), '-infinity'::timestamptz)::timestamptz, 'infinity'::timestamptz) OFFSET 0
+) w
+) f3 WHERE f3.value IS NOT NULL AND f3.ts >= ?::timestamptz) s4 ON s4.ts = s2.ts
+) p WHERE p.value IS NOT NULL
+) s
+ORDER BY s.ts
