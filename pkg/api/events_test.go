@@ -851,3 +851,25 @@ func TestEventWebhookLatency(t *testing.T) {
 		t.Fatalf("p99 %v over 1 s", p99)
 	}
 }
+
+// TestEventOnSyntheticVariable: a condition on a synthetic variable is evaluated on
+// its computed values (°F from °C here), written by the synthetic upkeep.
+func TestEventOnSyntheticVariable(t *testing.T) {
+	c := env.ClientWith(t, eventConfig()).As(env.NewAccount(t))
+	rcv := newReceiver(t)
+	postDot(t, c, "boiler", "temperature", 20, 1000)
+	if r := c.Post("/api/v2.0/devices/~boiler/variables/", map[string]any{"label": "fahrenheit",
+		"syntheticExpression": "({{boiler.temperature}} * 9/5) + 32"}); r.Status != http.StatusCreated {
+		t.Fatalf("synthetic variable: %d %s", r.Status, r.Body)
+	}
+	createEvent(t, c, map[string]any{"label": "hot-f", "condition": map[string]any{
+		"variable": "boiler.fahrenheit", "operator": ">=", "value": 212}, "actions": []any{webhook(rcv)}})
+	postDot(t, c, "boiler", "temperature", 99, 2000) // 210.2 °F
+	postDot(t, c, "boiler", "temperature", 100, 3000) // 212 °F
+	h := rcv.wait(t, 1, 10*time.Second)
+	var b map[string]any
+	if err := json.Unmarshal(h[0].Body, &b); err != nil || b["value"] != 212.0 || b["ts"] != 3000.0 || b["var"] != "fahrenheit" {
+		t.Fatalf("webhook body %s", h[0].Body)
+	}
+	rcv.quiet(t, 1, 300*time.Millisecond)
+}
