@@ -872,4 +872,10 @@ func TestEventOnSyntheticVariable(t *testing.T) {
 		t.Fatalf("webhook body %s", h[0].Body)
 	}
 	rcv.quiet(t, 1, 300*time.Millisecond)
+	// writing the synthetic variable's input from its own event would loop
+	d := detailOf(t, c.Patch("/api/v2.0/events/~hot-f", map[string]any{"actions": []any{
+		map[string]any{"type": "set_variable", "variable": "boiler.temperature", "value": "0"}}}))
+	if msgs, _ := d["actions.0.variable"].([]any); len(msgs) != 1 || !strings.Contains(msgs[0].(string), "synthetic variable boiler.fahrenheit") {
+		t.Fatalf("loop through a synthetic variable: %v", d)
+	}
 }

@@ -30,9 +30,8 @@ func writes(name string, as []Action) (targets []string, paths []string) {
 // checkLoops refuses an event whose actions could trigger it again: an action that
 // writes to its own condition variable, or to the condition variable of another
 // event whose actions lead back to it, through any chain of events of the account.
-// Variables are compared by "<device label>.<variable label>" (ids are resolved).
-// A synthetic variable computed from a written variable is not followed (the
-// synthetic engine owns that graph).
+// Variables are compared by "<device label>.<variable label>" (ids are resolved); a
+// write to an input of a synthetic variable counts as a write to it.
 func checkLoops(ctx context.Context, db bun.IDB, e *Event) error {
 	var others []struct {
 		ID           int64    `bun:"id"`
@@ -64,6 +63,22 @@ func checkLoops(ctx context.Context, db bun.IDB, e *Event) error {
 	for _, o := range others {
 		add(o.Cond, o.Label, o.Actions)
 		add(o.Cond, o.Label, o.BackToNormal)
+	}
+	// a write to an input of a synthetic variable writes that variable too
+	var derived []struct {
+		Input     string `bun:"input"`
+		Synthetic string `bun:"synthetic"`
+	}
+	err = db.NewRaw(`SELECT di.label || '.' || vi.label AS input, ds.label || '.' || vs.label AS synthetic
+		FROM synthetic_variables s CROSS JOIN unnest(s.inputs) AS i(id)
+		JOIN variables vi ON vi.id = i.id JOIN devices di ON di.id = vi.device_id
+		JOIN variables vs ON vs.id = s.variable_id JOIN devices ds ON ds.id = vs.device_id
+		WHERE vs.account_id = ?`, e.AccountID).Scan(ctx, &derived)
+	if err != nil {
+		return fmt.Errorf("check event loops: %w", err)
+	}
+	for _, d := range derived {
+		edges[d.Input] = append(edges[d.Input], edge{d.Synthetic, "synthetic variable " + d.Synthetic})
 	}
 	own, ownPaths := writes("actions", e.Actions)
 	b, bp := writes("backToNormal", e.BackToNormal)
@@ -107,7 +122,11 @@ func checkLoops(ctx context.Context, db bun.IDB, e *Event) error {
 			}
 			seen[s.at] = true
 			for _, ed := range edges[s.at] {
-				queue = append(queue, step{name(ed.to), s.chain + ", event " + ed.via})
+				via := ed.via
+				if !strings.HasPrefix(via, "synthetic variable ") {
+					via = "event " + via
+				}
+				queue = append(queue, step{name(ed.to), s.chain + ", " + via})
 			}
 		}
 	}
