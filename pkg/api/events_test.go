@@ -864,7 +864,7 @@ func TestEventOnSyntheticVariable(t *testing.T) {
 	}
 	createEvent(t, c, map[string]any{"label": "hot-f", "condition": map[string]any{
 		"variable": "boiler.fahrenheit", "operator": ">=", "value": 212}, "actions": []any{webhook(rcv)}})
-	postDot(t, c, "boiler", "temperature", 99, 2000) // 210.2 °F
+	postDot(t, c, "boiler", "temperature", 99, 2000)  // 210.2 °F
 	postDot(t, c, "boiler", "temperature", 100, 3000) // 212 °F
 	h := rcv.wait(t, 1, 10*time.Second)
 	var b map[string]any
