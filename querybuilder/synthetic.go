@@ -253,7 +253,7 @@ func (b span) where(col string) sq.Sqlizer {
 // packed is the span as packed_values' bounds (raw values are rows or packed days,
 // docs/queries.md "Packed days").
 func (b span) packed() sq.Sqlizer {
-	lo, hi := sq.Sqlizer(sq.Expr("'-infinity'::timestamptz")), sq.Sqlizer(sq.Expr("'infinity'::timestamptz"))
+	lo, hi := sq.Expr("'-infinity'::timestamptz"), sq.Expr("'infinity'::timestamptz")
 	if b.lo != nil {
 		lo = sq.ConcatExpr(b.lo, "::timestamptz")
 	}

@@ -156,7 +156,7 @@ func (c cover) notes() []string {
 // span of minute tiles also reads the packed dots in it.
 func summaries(key string, c cover, cols []string) sq.Sqlizer {
 	last := len(tiers.All) - 1
-	var upTo, packedEnd sq.Sqlizer = sq.Expr("x.ts <= now()"), sq.Expr("now()")
+	upTo, packedEnd := sq.Expr("x.ts <= now()"), sq.Expr("now()")
 	if c.end != nil {
 		upTo, packedEnd = sq.Expr("x.ts <= ?", *c.end), sq.Expr("?", *c.end)
 	}
@@ -165,10 +165,10 @@ func summaries(key string, c cover, cols []string) sq.Sqlizer {
 		rawSummaries(key, sq.ConcatExpr(sq.Expr("x.ts >= ? AND ", c.hi[0]), upTo), sq.ConcatExpr(sq.Expr("?, ", c.hi[0]), packedEnd), cols),
 	}
 	for i, t := range tiers.All {
-		switch {
-		case i == last:
+		switch i {
+		case last:
 			parts = append(parts, tileRows(key, t, c.lo[i], c.hi[i], cols))
-		case i == 0: // minutes: and the packed dots of the same spans
+		case 0: // minutes: and the packed dots of the same spans
 			parts = append(parts, tileRows(key, t, c.lo[i], c.lo[i+1], cols), packedSpan(key, c.lo[i], c.lo[i+1], cols),
 				tileRows(key, t, c.hi[i+1], c.hi[i], cols), packedSpan(key, c.hi[i+1], c.hi[i], cols))
 		default:

@@ -130,7 +130,7 @@ func deleteValues(ctx context.Context, tx bun.Tx, vars []int64) error {
 		return nil
 	}
 	for _, table := range []string{`"values"`, "values_packed"} {
-		if _, err := tx.NewRaw(`DELETE FROM `+table+` WHERE variable_id IN (?)`, bun.In(vars)).Exec(ctx); err != nil {
+		if _, err := tx.NewRaw(`DELETE FROM `+table+` WHERE variable_id IN (?)`, bun.List(vars)).Exec(ctx); err != nil {
 			return fmt.Errorf("delete %s: %w", table, err)
 		}
 	}
