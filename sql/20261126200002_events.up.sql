@@ -1,9 +1,10 @@
 -- Events (API.md §18, docs/events.md): a condition on one variable, actions on trigger
 -- and back to normal. The state machine's state lives in event_states: the
--- evaluator (pkg/events) locks it (SELECT … FOR UPDATE), reads the variable's values
--- newer than last_ts in timestamp order, and commits the new state together with the
--- deliveries of every transition (rows here plus their River jobs), so a transition's
--- actions run once however many instances evaluate. Data times are Unix ms.
+-- evaluator (pkg/events) reads it with its version (xmin), reads the variable's values
+-- newer than last_ts in timestamp order, and commits the new state (only over the
+-- version it read) together with the deliveries of every transition (rows here plus
+-- their River jobs), so a transition's actions run once however many instances
+-- evaluate. Data times are Unix ms.
 CREATE TABLE events (
     id              bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     public_id       text NOT NULL UNIQUE DEFAULT public_id(),
@@ -27,8 +28,8 @@ CREATE INDEX events_variable_idx ON events (variable_id);
 
 --bun:split
 
--- The state machine of each event, in a narrow row of its own: every evaluation locks
--- and rewrites it (last_ts moves with every value), so it is kept small (WAL per
+-- The state machine of each event, in a narrow row of its own: every evaluation
+-- rewrites it (last_ts moves with every value), so it is kept small (WAL per
 -- update) and with room for HOT updates, apart from the event's settings.
 CREATE TABLE event_states (
     event_id    bigint PRIMARY KEY REFERENCES events ON DELETE CASCADE,

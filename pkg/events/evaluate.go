@@ -3,10 +3,12 @@ package events
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/riverqueue/river"
 
 	"github.com/sensordata/sensorapi/pkg/ingest"
@@ -118,59 +120,23 @@ type transition struct {
 }
 
 // evaluate runs the state machines of events over the values of their variables
-// committed since their last evaluation, in one transaction: lock the events' rows
-// (in key order, as every evaluator does), read each one's new values in timestamp
-// order, step, insert each transition's deliveries (rows and River jobs), save the
-// states, commit. again lists the variables with values left over.
+// committed since their last evaluation, in one transaction: read the events' states,
+// read each one's new values in timestamp order, step, save the states if no other
+// evaluation saved one meanwhile (else start again), insert each transition's
+// deliveries (rows and River jobs), commit. again lists the variables with values
+// left over.
 func (s *Service) evaluate(ctx context.Context, ids []int64) (again []int64, err error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.QueryTimeout)
 	defer cancel()
 	fired := map[string]int{}
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		clear(fired)
-		again = again[:0]
-		evs, err := lockEvents(ctx, tx, ids)
-		if err != nil || len(evs) == 0 {
-			return err
+	for attempt := 0; ; attempt++ {
+		err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			return s.evaluateTx(ctx, tx, ids, fired, &again)
+		})
+		if !errors.Is(err, errConflict) || attempt == 9 {
+			break
 		}
-		vals, err := readValues(ctx, tx, evs)
-		if err != nil {
-			return err
-		}
-		u := stateUpdate{}
-		var deliveries []delivery
-		for i := range evs {
-			e := &evs[i]
-			vs := vals[e.ID]
-			if len(vs) == 0 {
-				continue
-			}
-			if len(vs) == batchValues {
-				again = append(again, e.VariableID)
-			}
-			st := State{State: e.State, RunSince: e.RunSince, LastTS: e.LastTS}
-			c := e.condition()
-			changed := false
-			for _, v := range vs {
-				to := st.Step(c, v.ts, v.value)
-				if to == "" {
-					continue
-				}
-				changed = true
-				fired[to]++
-				deliveries = append(deliveries, e.deliveries(transition{state: to, ts: v.ts, value: v.value})...)
-			}
-			u.add(e.ID, st, changed)
-		}
-		if err := s.insertDeliveries(ctx, tx, deliveries); err != nil {
-			return err
-		}
-		// Without a transition the new state is bookkeeping (last evaluated time, start
-		// of the current run) that the same values recompute: lost in a crash, they are
-		// evaluated again with the same result. Its commit need not wait for the WAL
-		// flush (nor for a synchronous standby); one with deliveries does.
-		return u.save(ctx, tx, len(deliveries) == 0)
-	})
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -180,22 +146,75 @@ func (s *Service) evaluate(ctx context.Context, ids []int64) (again []int64, err
 	return again, nil
 }
 
-// lockEvents locks the states of the active events among ids, in key order, and
-// reads them with their settings.
-func lockEvents(ctx context.Context, tx pgx.Tx, ids []int64) ([]Event, error) {
+// errConflict: another evaluation (or a PATCH) saved one of the states since this one
+// read it; evaluate again from the new state.
+var errConflict = errors.New("event state changed concurrently")
+
+// evaluateTx is one attempt of evaluate, in tx.
+func (s *Service) evaluateTx(ctx context.Context, tx pgx.Tx, ids []int64, fired map[string]int, again *[]int64) error {
+	clear(fired)
+	*again = (*again)[:0]
+	evs, err := readEvents(ctx, tx, ids)
+	if err != nil || len(evs) == 0 {
+		return err
+	}
+	vals, err := readValues(ctx, tx, evs)
+	if err != nil {
+		return err
+	}
+	u := stateUpdate{}
+	var deliveries []delivery
+	for i := range evs {
+		e := &evs[i]
+		vs := vals[e.ID]
+		if len(vs) == 0 {
+			continue
+		}
+		if len(vs) == batchValues {
+			*again = append(*again, e.VariableID)
+		}
+		st := State{State: e.State, RunSince: e.RunSince, LastTS: e.LastTS}
+		c := e.condition()
+		changed := false
+		for _, v := range vs {
+			to := st.Step(c, v.ts, v.value)
+			if to == "" {
+				continue
+			}
+			changed = true
+			fired[to]++
+			deliveries = append(deliveries, e.deliveries(transition{state: to, ts: v.ts, value: v.value})...)
+		}
+		u.add(e, st, changed)
+	}
+	// Without a transition the new state is bookkeeping (last evaluated time, start
+	// of the current run) that the same values recompute: lost in a crash, they are
+	// evaluated again with the same result. Its commit need not wait for the WAL
+	// flush (nor for a synchronous standby); one with deliveries does.
+	if err := u.save(ctx, tx, len(deliveries) == 0); err != nil {
+		return err
+	}
+	return s.insertDeliveries(ctx, tx, deliveries)
+}
+
+// readEvents reads the states of the active events among ids with their settings
+// and each state row's version (xmin), which saving compares: optimistic, so that an
+// evaluation writes each state row once (no row lock before the update).
+func readEvents(ctx context.Context, tx pgx.Tx, ids []int64) ([]Event, error) {
 	rows, err := tx.Query(ctx, `SELECT e.id, e.account_id, e.label, e.variable_id, e.operator, e.threshold,
-			e.duration_ms, e.actions, e.back_to_normal, s.state, s.run_since, s.last_ts, d.label, v.label
+			e.duration_ms, e.actions, e.back_to_normal, s.state, s.run_since, s.last_ts, d.label, v.label,
+			s.xmin::text
 		FROM event_states s JOIN events e ON e.id = s.event_id
 			JOIN variables v ON v.id = e.variable_id JOIN devices d ON d.id = v.device_id
-		WHERE s.event_id = ANY($1) AND e.is_active ORDER BY s.event_id FOR UPDATE OF s`, ids)
+		WHERE s.event_id = ANY($1) AND e.is_active ORDER BY s.event_id`, ids)
 	if err != nil {
-		return nil, fmt.Errorf("lock events: %w", err)
+		return nil, fmt.Errorf("read events: %w", err)
 	}
 	evs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Event, error) {
 		var e Event
 		var actions, back []byte
 		if err := r.Scan(&e.ID, &e.AccountID, &e.Label, &e.VariableID, &e.Operator, &e.Threshold, &e.DurationMS,
-			&actions, &back, &e.State, &e.RunSince, &e.LastTS, &e.DeviceLabel, &e.VariableLabel); err != nil {
+			&actions, &back, &e.State, &e.RunSince, &e.LastTS, &e.DeviceLabel, &e.VariableLabel, &e.version); err != nil {
 			return e, err
 		}
 		if err := json.Unmarshal(actions, &e.Actions); err != nil {
@@ -204,7 +223,7 @@ func lockEvents(ctx context.Context, tx pgx.Tx, ids []int64) ([]Event, error) {
 		return e, json.Unmarshal(back, &e.BackToNormal)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("lock events: %w", err)
+		return nil, fmt.Errorf("read events: %w", err)
 	}
 	return evs, nil
 }
@@ -247,15 +266,17 @@ func readValues(ctx context.Context, tx pgx.Tx, evs []Event) (map[int64][]value,
 
 // stateUpdate collects the new states of a batch, saved with one statement.
 type stateUpdate struct {
-	ids     []int64
-	states  []string
-	since   []*int64
-	last    []*int64
-	changed []bool
+	ids      []int64
+	versions []string
+	states   []string
+	since    []*int64
+	last     []*int64
+	changed  []bool
 }
 
-func (u *stateUpdate) add(id int64, st State, changed bool) {
-	u.ids = append(u.ids, id)
+func (u *stateUpdate) add(e *Event, st State, changed bool) {
+	u.ids = append(u.ids, e.ID)
+	u.versions = append(u.versions, e.version)
 	u.states = append(u.states, st.State)
 	u.since = append(u.since, st.RunSince)
 	u.last = append(u.last, st.LastTS)
@@ -270,12 +291,25 @@ func (u *stateUpdate) save(ctx context.Context, tx pgx.Tx, bookkeeping bool) err
 	if bookkeeping {
 		b.Queue("SET LOCAL synchronous_commit = off")
 	}
-	b.Queue(`UPDATE event_states s SET state = u.state, run_since = u.run_since, last_ts = u.last_ts,
-		changed_at = CASE WHEN u.changed THEN now() ELSE s.changed_at END
-		FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::bigint[], $5::bool[])
-			AS u(id, state, run_since, last_ts, changed)
-		WHERE s.event_id = u.id`, u.ids, u.states, u.since, u.last, u.changed)
+	// Only rows still at the version read: a concurrent evaluation or PATCH that saved
+	// one first makes this attempt start again (errConflict). One statement per row,
+	// in key order (ids are sorted), so that concurrent evaluations lock rows in the
+	// same order (an UPDATE … FROM takes them in its join's order and can deadlock).
+	for i := range u.ids {
+		b.Queue(`UPDATE event_states SET state = $2, run_since = $3, last_ts = $4,
+			changed_at = CASE WHEN $5 THEN now() ELSE changed_at END
+			WHERE event_id = $1 AND xmin::text = $6`,
+			u.ids[i], u.states[i], u.since[i], u.last[i], u.changed[i], u.versions[i]).Exec(func(ct pgconn.CommandTag) error {
+			if ct.RowsAffected() != 1 {
+				return errConflict
+			}
+			return nil
+		})
+	}
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		if errors.Is(err, errConflict) {
+			return errConflict
+		}
 		return fmt.Errorf("save event states: %w", err)
 	}
 	return nil

@@ -1,15 +1,17 @@
 // Package events watches variables with conditions and runs actions when a condition
 // starts or stops holding (API.md §18, docs/events.md).
 //
-// The state machine of an event lives in its database row. Every committed write of
-// values, through the one ingestion pipeline (HTTP, MQTT, set_variable actions,
-// synthetic values), tells the instance that wrote it (ingest.Follower); its evaluator
-// then, in one transaction per event, locks the event's row, reads the variable's
-// values newer than the last one evaluated in timestamp order, steps the state machine
-// and inserts the deliveries of each transition (rows of event_deliveries and their
-// River jobs) before it commits. So the state change and its deliveries commit
-// together, and however many instances evaluate, each transition's actions are
-// enqueued once. River then runs each delivery at least once, with retries.
+// The state machine of an event lives in a row of event_states. Every committed write
+// of values through the one ingestion pipeline (HTTP, MQTT, set_variable and mqtt
+// actions) tells the instance that wrote it (ingest.Follower), and a sweep catches up
+// whatever no instance was told (synthetic values, lost wake-ups); the evaluator then,
+// in one transaction for all the events of the variables waiting, reads their states
+// with their versions, reads each variable's values newer than the last one evaluated
+// in timestamp order, steps the state machines, saves each state only over the version
+// it read (else starts again) and inserts the deliveries of each transition (rows of
+// event_deliveries and their River jobs) before it commits. So a state change and its
+// deliveries commit together, and however many instances evaluate, each transition's
+// actions are enqueued once. River then runs each delivery at least once, with retries.
 package events
 
 import "strconv"
