@@ -1,5 +1,5 @@
 // Package migrations holds the schema as embedded *.up.sql files, applied in name order
-// by bun/migrate (see pkg/store.Migrate).
+// by bun/migrate (see pkg/store.Migrate), and River's own schema (20261126200001_river.go).
 package migrations
 
 import (
@@ -17,5 +17,6 @@ func All() (*migrate.Migrations, error) {
 	if err := m.Discover(files); err != nil {
 		return nil, err
 	}
+	registerRiver(m)
 	return m, nil
 }

@@ -112,7 +112,23 @@ func fleetSide(ctx context.Context, h *benchharness.Harness, d time.Duration, f 
 			return err
 		}
 	}
+	var rcv *eventReceiver
+	if fleetEvents > 0 {
+		rcv = newEventReceiver()
+		defer rcv.srv.Close()
+		if err := createFleetEvents(ctx, h.URL, tok, fleetEvents, rcv); err != nil {
+			return err
+		}
+	}
+	walBefore, err := walLSN(ctx, h)
+	if err != nil {
+		return err
+	}
 	res, label, peak, err := runSide(ctx, h, d, mk, h.URL, h.MQTT, tok)
+	if err != nil {
+		return err
+	}
+	walAfter, err := walLSN(ctx, h)
 	if err != nil {
 		return err
 	}
@@ -130,7 +146,11 @@ func fleetSide(ctx context.Context, h *benchharness.Harness, d time.Duration, f 
 	printFleet("  ceiling: parse and discard, no database", top)
 	fmt.Printf("  %s / naive floor: %.2f×   / service path 1 msg/tx: %.2f×   / ceiling: %.0f%%\n",
 		name, res.rate()/f.naive.rate(), res.rate()/f.path.rate(), 100*res.rate()/top.rate())
-	fmt.Printf("  dots stored %d, acknowledged %d   server peak RSS %.0f MiB\n", stored, acked, peak)
+	fmt.Printf("  dots stored %d, acknowledged %d   server peak RSS %.0f MiB   WAL %.0f B/message\n", stored, acked, peak,
+		float64(walAfter-walBefore)/float64(max(res.messages, 1)))
+	if rcv != nil {
+		fmt.Printf("  with %d active events: %d webhooks received\n", fleetEvents, rcv.hits.Load())
+	}
 	if stored != acked {
 		return fmt.Errorf("fleet %s: %d dots stored but %d acknowledged", name, stored, acked)
 	}
@@ -334,5 +354,13 @@ func storedDots(ctx context.Context, h *benchharness.Harness, acct int64) (int64
 	var n int64
 	err := h.DB.Pool.QueryRow(ctx, `SELECT count(*) FROM "values"
 		WHERE variable_id IN (SELECT id FROM variables WHERE account_id = $1)`, acct).Scan(&n)
+	return n, err
+}
+
+// walLSN is the database's current WAL position in bytes: WAL written per message is
+// a measure of the write path's cost that other load on the machine does not move.
+func walLSN(ctx context.Context, h *benchharness.Harness) (int64, error) {
+	var n int64
+	err := h.DB.Pool.QueryRow(ctx, `SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint`).Scan(&n)
 	return n, err
 }

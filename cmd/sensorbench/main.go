@@ -24,6 +24,8 @@ func main() {
 	fleet := flag.Duration("fleet-duration", 20*time.Second, "how long each side of the fleet benchmark runs")
 	tiersScale := flag.Float64("tiers-scale", 1, "fraction of the tiers workload's week and year to load (for a quick trial)")
 	only := flag.String("only", "", "run one workload: ingest, fleet, mqtt, analytics, storage or tiers (default: all)")
+	flag.IntVar(&fleetEvents, "fleet-events", fleetEventsDefault(),
+		"active events over the fleet's variables during the fleet benchmark (SENSORAPI_BENCH_FLEET_EVENTS; 0: none)")
 	ceilingMode := flag.Bool("ceiling", false, "serve the fleet's parse-and-discard ceiling (run by the fleet benchmark itself)")
 	flag.Parse()
 	if *ceilingMode {
@@ -32,6 +34,9 @@ func main() {
 			os.Exit(1)
 		}
 		return
+	}
+	if fleetEvents > 0 { // the events' webhooks go to a receiver in this process
+		_ = os.Setenv("SENSORAPI_WEBHOOK_ALLOW_PRIVATE", "true")
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()

@@ -11,6 +11,7 @@ func (s *Server) routes(v2, v16 *gin.RouterGroup) {
 	s.deviceRoutes(v2)
 	s.tokenRoutes(v2)
 	s.resampleRoutes(v16)
+	s.eventRoutes(v2)
 }
 
 // statisticsRoutes registers E7 on its own group (detail-only 401 bodies).

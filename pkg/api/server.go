@@ -4,6 +4,7 @@
 package api
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -38,6 +39,10 @@ type Server struct {
 	Horizon *retention.Cache
 	// Synthetic keeps synthetic variables up to date (API.md §17).
 	Synthetic *synthetic.Upkeep
+	// EventsChanged, when set, is called after an event was written, before the answer:
+	// this instance's evaluator reads the watched variables again at once (the others
+	// are told by notification, pkg/events).
+	EventsChanged func(ctx context.Context)
 
 	limits *limiters // per-token rate limits; nil when off
 }

@@ -98,6 +98,15 @@ var routes = map[string]rule{
 	"POST /api/v2.0/devices/:device/tokens":       {},
 	"DELETE /api/v2.0/devices/:device/tokens/:id": {},
 
+	// events (API.md §18): read tokens list and get them; writes need a full token
+	"GET /api/v2.0/events":                   {read: true},
+	"POST /api/v2.0/events":                  {},
+	"GET /api/v2.0/events/:event":            {read: true},
+	"PATCH /api/v2.0/events/:event":          {},
+	"PUT /api/v2.0/events/:event":            {},
+	"DELETE /api/v2.0/events/:event":         {},
+	"GET /api/v2.0/events/:event/deliveries": {read: true},
+
 	// analytics: reads, though POSTed
 	"POST /api/v2.0/data/statistics":        {read: true},
 	"POST /api/v1.6/data/stats/resample":    {read: true},

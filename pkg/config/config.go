@@ -48,6 +48,8 @@ type Config struct {
 	// late-data window: `serve` packs the raw values of every day older than it
 	// (pkg/storage, docs/operations.md "Storage per point"). At least 1d.
 	PackAfter time.Duration
+
+	Events Events // events and webhook deliveries (events.go)
 }
 
 // Retention is how long data is kept (API.md §16, docs/operations.md "Retention");
@@ -146,6 +148,9 @@ func FromEnv() (Config, error) {
 		c.RateBurst = n
 	}
 	if err := c.retentionFromEnv(); err != nil {
+		return c, err
+	}
+	if err := c.eventsFromEnv(); err != nil {
 		return c, err
 	}
 	for _, p := range []struct {

@@ -41,7 +41,7 @@ func Serve(ctx context.Context, cfg config.Config, log *slog.Logger, announce fu
 		stop()
 		return err
 	}
-	defer func() { stop(); <-in.Ingest.Done() }()
+	defer func() { stop(); <-in.Ingest.Done(); <-in.Events.Done() }()
 	if r := cfg.Retention; r.Enabled() {
 		job := &retention.Job{Pool: db.Pool, Options: retention.Options{Raw: r.Raw, Rollups: r.Rollups},
 			Metrics: in.Metrics, Log: log, Cache: in.Horizon}

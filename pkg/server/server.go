@@ -15,6 +15,7 @@ import (
 	"github.com/sensordata/sensorapi/pkg/budget"
 	"github.com/sensordata/sensorapi/pkg/cache"
 	"github.com/sensordata/sensorapi/pkg/config"
+	"github.com/sensordata/sensorapi/pkg/events"
 	"github.com/sensordata/sensorapi/pkg/ingest"
 	"github.com/sensordata/sensorapi/pkg/metrics"
 	"github.com/sensordata/sensorapi/pkg/mqtt"
@@ -31,6 +32,7 @@ type Instance struct {
 	*api.Server
 	Listener      *notify.Listener
 	Invalidations *cache.Router
+	Events        *events.Service // event conditions and deliveries; Done when stopped
 }
 
 // HorizonTTL is how long an instance reuses the raw horizon it read (retention.Cache).
@@ -72,11 +74,19 @@ func Start(ctx context.Context, db *store.DB, cfg config.Config, log *slog.Logge
 	in.Invalidations.On("synthetic", func(cache.Invalidation) { in.Synthetic.Invalidated() })
 	in.Listener.OnReset(in.Synthetic.Invalidated)
 	go in.Synthetic.Run(ctx)
+	if in.Events, err = events.New(events.Deps{Pool: db.Pool, Writer: in.Ingest, Invalidations: in.Invalidations,
+		Registry: in.Metrics.Registry, Log: log, Config: cfg.Events, QueryTimeout: cfg.QueryTimeout}); err != nil {
+		return nil, err
+	}
+	in.Ingest.Follow(in.Events)
+	in.EventsChanged = in.Events.Refresh
+	in.Listener.OnReset(in.Events.Reload)
 	// a gap in notifications may have hidden any change: forget everything
 	in.Listener.OnReset(in.Tokens.Purge)
 	in.Listener.OnReset(in.Ingest.Purge)
 	go in.Listener.Run(ctx)
 	go in.Ingest.Run(ctx)
+	go in.Events.Run(ctx)
 	return in, nil
 }
 

@@ -114,6 +114,15 @@ func (e *Env) Instance(t testing.TB) *Client {
 // timeout) until the test ends, once its listener is up.
 func (e *Env) Serve(t testing.TB, db *store.DB, cfg config.Config) *Client {
 	t.Helper()
+	c, _ := e.ServeStoppable(t, db, cfg)
+	return c
+}
+
+// ServeStoppable is Serve with a function that stops the instance before the test
+// ends, as a killed process would stop (its context cancelled: HTTP closed, the
+// pipeline, listener and event deliveries stopped); it returns once all have.
+func (e *Env) ServeStoppable(t testing.TB, db *store.DB, cfg config.Config) (*Client, func()) {
+	t.Helper()
 	ctx, stop := context.WithCancel(context.Background())
 	srv, err := server.Start(ctx, db, cfg, e.Log)
 	if err != nil {
@@ -121,14 +130,16 @@ func (e *Env) Serve(t testing.TB, db *store.DB, cfg config.Config) *Client {
 		t.Fatal(err)
 	}
 	ts := httptest.NewServer(srv.Handler())
-	t.Cleanup(func() { ts.Close(); stop(); <-srv.Ingest.Done() })
+	var once sync.Once
+	halt := func() { once.Do(func() { ts.Close(); stop(); <-srv.Ingest.Done(); <-srv.Events.Done() }) }
+	t.Cleanup(halt)
 	for deadline := time.Now().Add(10 * time.Second); !srv.Listener.Healthy(); {
 		if time.Now().After(deadline) {
 			t.Fatal("the notification listener did not connect")
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	return &Client{URL: ts.URL, Token: e.AdminToken, Server: srv, t: t}
+	return &Client{URL: ts.URL, Token: e.AdminToken, Server: srv, t: t}, halt
 }
 
 // As returns a copy of the client that sends another token.

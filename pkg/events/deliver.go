@@ -1,0 +1,276 @@
+package events
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/sensordata/sensorapi/pkg/apierr"
+	"github.com/sensordata/sensorapi/pkg/ingest"
+)
+
+const (
+	queueName = "events"
+	// maxAttempts is River's bound; the 24 h bound (Config.GiveUp) ends retries first
+	// with the default backoff.
+	maxAttempts = 1000
+)
+
+// DeliveryArgs is the River job of one delivery: the key of its event_deliveries row,
+// which holds the rendered request.
+type DeliveryArgs struct {
+	Delivery int64  `json:"delivery"`
+	ID       string `json:"id"` // its public id: X-Event-Delivery
+}
+
+// Kind is the River job kind.
+func (DeliveryArgs) Kind() string { return "event_delivery" }
+
+// Writer writes values through the ingestion pipeline (set_variable and mqtt actions).
+type Writer interface {
+	ToDevice(ctx context.Context, account int64, device string, dots []ingest.Dot) error
+	ToVariableID(ctx context.Context, account int64, id string, dots []ingest.Dot) error
+}
+
+// worker runs deliveries.
+type worker struct {
+	river.WorkerDefaults[DeliveryArgs]
+	s *Service
+}
+
+// Timeout bounds one attempt (River cancels its context after it).
+func (w *worker) Timeout(*river.Job[DeliveryArgs]) time.Duration {
+	return w.s.cfg.Timeout + 5*time.Second
+}
+
+// Work runs one attempt of a delivery and records its outcome on the delivery's row.
+// A failed attempt returns its error: River retries it with Config's backoff, until
+// the delivery is older than GiveUp (then it is failed for good).
+func (w *worker) Work(ctx context.Context, job *river.Job[DeliveryArgs]) error {
+	s := w.s
+	var req Action
+	var raw []byte
+	var secret, status, eventLabel string
+	var account int64
+	var created time.Time
+	err := s.pool.QueryRow(ctx, `SELECT d.request, d.status, d.created_at, e.secret, e.account_id, e.label
+		FROM event_deliveries d JOIN events e ON e.id = d.event_id WHERE d.id = $1`, job.Args.Delivery).
+		Scan(&raw, &status, &created, &secret, &account, &eventLabel)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil // its event was deleted: nothing left to deliver
+	}
+	if err != nil {
+		return fmt.Errorf("read delivery: %w", err)
+	}
+	if status == "delivered" || status == "failed" {
+		return nil
+	}
+	if err := json.Unmarshal(raw, &req); err != nil {
+		return river.JobCancel(fmt.Errorf("read delivery: %w", err))
+	}
+	start := time.Now()
+	code, err := s.run(ctx, job, req, secret, account)
+	outcome := "delivered"
+	switch {
+	case err == nil:
+	case errors.Is(err, errPermanent) || time.Since(created) >= s.cfg.GiveUp || job.Attempt >= job.MaxAttempts:
+		outcome = "failed"
+	default:
+		outcome = "retry"
+	}
+	s.metrics.deliveries.WithLabelValues(req.Type, outcome).Inc()
+	s.metrics.attemptSeconds.Observe(time.Since(start).Seconds())
+	if rerr := s.record(job, code, err, outcome); rerr != nil {
+		s.log.Warn("record delivery attempt", "delivery", job.Args.Delivery, "error", rerr.Error())
+	}
+	switch outcome {
+	case "failed":
+		s.log.Warn("event delivery failed for good", "event", eventLabel, "delivery", job.Args.Delivery,
+			"attempt", job.Attempt, "error", err.Error())
+		return river.JobCancel(err)
+	case "retry":
+		return err
+	}
+	return nil
+}
+
+// record saves an attempt's outcome on the delivery's row.
+func (s *Service) record(job *river.Job[DeliveryArgs], code int, err error, outcome string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.QueryTimeout)
+	defer cancel()
+	status := map[string]string{"delivered": "delivered", "failed": "failed", "retry": "retrying"}[outcome]
+	var msg *string
+	if err != nil {
+		m := err.Error()
+		if len(m) > 500 {
+			m = m[:500]
+		}
+		msg = &m
+	}
+	var hs *int
+	if code != 0 {
+		hs = &code
+	}
+	_, rerr := s.pool.Exec(ctx, `UPDATE event_deliveries SET attempt = greatest(attempt, $2), status = $3,
+		http_status = $4, error = $5, delivered_at = CASE WHEN $3 = 'delivered' THEN now() ELSE delivered_at END
+		WHERE id = $1 AND status <> 'delivered'`, job.Args.Delivery, job.Attempt, status, hs, msg)
+	return rerr
+}
+
+// errPermanent marks failures that no retry can fix.
+var errPermanent = errors.New("permanent")
+
+// run performs the action; code is the webhook's HTTP status (0 if none).
+func (s *Service) run(ctx context.Context, job *river.Job[DeliveryArgs], req Action, secret string, account int64) (int, error) {
+	switch req.Type {
+	case Webhook:
+		return s.webhook(ctx, job, req, secret)
+	case MQTT:
+		dev, v, _ := topicTarget(req.Topic)
+		p, err := ingest.NewParser(strconv.FormatInt(req.TS, 10), time.Now())
+		if err != nil {
+			return 0, fmt.Errorf("%w: %w", errPermanent, err)
+		}
+		dots, err := p.Values([]byte(req.Payload))
+		if err != nil {
+			return 0, fmt.Errorf("%w: the payload is not a number, a dot or a list of dots: %w", errPermanent, err)
+		}
+		for i := range dots {
+			dots[i].Target = v
+		}
+		return 0, s.write(ctx, account, target{device: dev, variable: v}, dots)
+	case SetVariable:
+		f, err := strconv.ParseFloat(strings.TrimSpace(req.Value), 64)
+		if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+			return 0, fmt.Errorf("%w: the value %q is not a finite number", errPermanent, req.Value)
+		}
+		t, ok := parseTarget(req.Variable)
+		if !ok {
+			return 0, fmt.Errorf("%w: bad variable reference %q", errPermanent, req.Variable)
+		}
+		return 0, s.write(ctx, account, t, []ingest.Dot{{Target: t.variable, Value: f, TS: req.TS}})
+	}
+	return 0, fmt.Errorf("%w: unknown action type %q", errPermanent, req.Type)
+}
+
+// write writes dots to a target through the pipeline. A refusal no retry can change
+// (invalid dots, a variable gone, a disabled device) fails the delivery at once; the
+// database unavailable, a full queue or the storage budget are retried.
+func (s *Service) write(ctx context.Context, account int64, t target, dots []ingest.Dot) error {
+	var err error
+	if t.id != "" {
+		err = s.writer.ToVariableID(ctx, account, t.id, dots)
+	} else {
+		err = s.writer.ToDevice(ctx, account, t.device, dots)
+	}
+	var ae *apierr.Error
+	if errors.As(err, &ae) {
+		switch ae.Kind {
+		case apierr.KindInvalid, apierr.KindNotFound, apierr.KindDisabled, apierr.KindForbidden:
+			return fmt.Errorf("%w: %w", errPermanent, err)
+		}
+	}
+	return err
+}
+
+// parseTarget reads a stored target: an id, or "<device>.<variable>" split at the last dot.
+func parseTarget(ref string) (target, bool) {
+	if len(ref) == 24 && !strings.Contains(ref, ".") {
+		return target{id: ref}, true
+	}
+	i := strings.LastIndex(ref, ".")
+	if i <= 0 || i == len(ref)-1 {
+		return target{}, false
+	}
+	return target{device: ref[:i], variable: ref[i+1:]}, true
+}
+
+// Sign is the X-Signature of a body: sha256=<hex HMAC-SHA256 with the secret>.
+func Sign(secret string, body []byte) string {
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write(body)
+	return "sha256=" + hex.EncodeToString(m.Sum(nil))
+}
+
+// webhook sends one attempt of a webhook: 2xx is delivered.
+func (s *Service) webhook(ctx context.Context, job *river.Job[DeliveryArgs], req Action, secret string) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	defer cancel()
+	body := []byte(req.Body)
+	var r io.Reader
+	if req.Method != "GET" {
+		r = bytes.NewReader(body)
+	} else {
+		body = nil
+	}
+	hr, err := http.NewRequestWithContext(ctx, req.Method, req.URL, r)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %w", errPermanent, err)
+	}
+	for k, v := range req.Headers {
+		hr.Header.Set(k, v)
+	}
+	if req.Method != "GET" && hr.Header.Get("Content-Type") == "" {
+		hr.Header.Set("Content-Type", "application/json")
+	}
+	hr.Header.Set("User-Agent", "sensorapi-events/1")
+	hr.Header.Set("X-Event-Delivery", job.Args.ID)
+	hr.Header.Set("X-Event-Attempt", strconv.Itoa(job.Attempt))
+	hr.Header.Set("X-Signature", Sign(secret, body))
+	resp, err := s.http.Do(hr)
+	if err != nil {
+		if errors.Is(err, errBlocked) {
+			return 0, fmt.Errorf("%w: %w", errPermanent, err)
+		}
+		return 0, err
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	_ = resp.Body.Close()
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return resp.StatusCode, fmt.Errorf("the receiver answered %d", resp.StatusCode)
+	}
+	return resp.StatusCode, nil
+}
+
+// retryPolicy is exponential backoff: Base·2^(attempt-1), at most Max.
+type retryPolicy struct{ base, max time.Duration }
+
+func (p retryPolicy) NextRetry(job *rivertype.JobRow) time.Time {
+	n := max(job.Attempt, 1) - 1
+	d := p.max
+	if n < 40 {
+		d = min(p.base*time.Duration(1<<n), p.max)
+	}
+	return time.Now().Add(d)
+}
+
+// newHTTPClient is the webhooks' client: no proxy from the environment, no redirects
+// followed, and unless private targets are allowed a dialer that refuses blocked
+// addresses after resolution (DNS rebinding cannot pass the create-time check).
+func newHTTPClient(allowPrivate bool) *http.Client {
+	d := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
+	if !allowPrivate {
+		d.Control = dialControl
+	}
+	return &http.Client{
+		Transport: &http.Transport{DialContext: d.DialContext, TLSHandshakeTimeout: 5 * time.Second,
+			MaxIdleConnsPerHost: 4, IdleConnTimeout: 60 * time.Second, ForceAttemptHTTP2: true},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
