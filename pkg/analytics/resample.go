@@ -171,22 +171,11 @@ func readPeriod(o *validate.Object) (querybuilder.Period, bool) {
 	if !ok {
 		return querybuilder.Period{}, false
 	}
-	switch s {
-	case "W":
-		return querybuilder.Period{Unit: querybuilder.Week, N: 1}, true
-	case "M":
-		return querybuilder.Period{Unit: querybuilder.Month, N: 1}, true
-	}
-	m := periodRe.FindStringSubmatch(s)
-	n := 1
-	if m != nil && m[1] != "" {
-		n, _ = strconv.Atoi(m[1]) // at most 6 digits
-	}
-	if m == nil || n > maxPeriodN {
+	p, ok := ParsePeriod(s)
+	if !ok {
 		o.Fail("period", fmt.Sprintf("\"%s\" is not a valid period. %s", s, periodForms))
-		return querybuilder.Period{}, false
 	}
-	return querybuilder.Period{Unit: querybuilder.Unit(m[2][0]), N: n}, true
+	return p, ok
 }
 
 // notZones are names time.LoadLocation accepts that are not IANA zones: the server's
