@@ -112,6 +112,11 @@ func fleetSide(ctx context.Context, h *benchharness.Harness, d time.Duration, f 
 			return err
 		}
 	}
+	if fleetSynthetic {
+		if err := createFleetSynthetic(ctx, h.URL, tok); err != nil {
+			return err
+		}
+	}
 	var rcv *eventReceiver
 	if fleetEvents > 0 {
 		rcv = newEventReceiver()
@@ -150,6 +155,9 @@ func fleetSide(ctx context.Context, h *benchharness.Harness, d time.Duration, f 
 		float64(walAfter-walBefore)/float64(max(res.messages, 1)))
 	if rcv != nil {
 		fmt.Printf("  with %d active events: %d webhooks received\n", fleetEvents, rcv.hits.Load())
+	}
+	if fleetSynthetic {
+		fmt.Printf("  with %d synthetic variables (°F of every temperature, a 1H mean of every humidity)\n", 2*fleetDevices)
 	}
 	if stored != acked {
 		return fmt.Errorf("fleet %s: %d dots stored but %d acknowledged", name, stored, acked)
@@ -349,11 +357,11 @@ func deviceKeys(ctx context.Context, h *benchharness.Harness, acct int64, label 
 	return dev, vars, rows.Err()
 }
 
-// storedDots counts the values of an account.
+// storedDots counts the raw values of an account (synthetic ones are computed, not acknowledged).
 func storedDots(ctx context.Context, h *benchharness.Harness, acct int64) (int64, error) {
 	var n int64
 	err := h.DB.Pool.QueryRow(ctx, `SELECT count(*) FROM "values"
-		WHERE variable_id IN (SELECT id FROM variables WHERE account_id = $1)`, acct).Scan(&n)
+		WHERE variable_id IN (SELECT id FROM variables WHERE account_id = $1 AND synthetic_expression = '')`, acct).Scan(&n)
 	return n, err
 }
 

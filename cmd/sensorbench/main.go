@@ -26,6 +26,8 @@ func main() {
 	only := flag.String("only", "", "run one workload: ingest, fleet, mqtt, analytics, storage or tiers (default: all)")
 	flag.IntVar(&fleetEvents, "fleet-events", fleetEventsDefault(),
 		"active events over the fleet's variables during the fleet benchmark (SENSORAPI_BENCH_FLEET_EVENTS; 0: none)")
+	flag.BoolVar(&fleetSynthetic, "fleet-synthetic", fleetSyntheticDefault(),
+		"two synthetic variables on every fleet device during the fleet benchmark (SENSORAPI_BENCH_FLEET_SYNTHETIC=1)")
 	ceilingMode := flag.Bool("ceiling", false, "serve the fleet's parse-and-discard ceiling (run by the fleet benchmark itself)")
 	flag.Parse()
 	if *ceilingMode {
