@@ -166,13 +166,19 @@ func unpackOld(ctx context.Context, tx pgx.Tx, rows []row, t targets) error {
 		return nil
 	}
 	devIDs, _ := sortedDevices(slices.Clone(t.devices)) // it compacts in place: writeRows reads t after
-	if _, err := tx.Exec(ctx, lockDevicesSQL, devIDs); err != nil {
-		return fmt.Errorf("lock devices: %w", err)
+	// one round trip: the locks, then the unpack statements (cheap index probes when
+	// none of the days is packed, the usual case of a bulk load of history)
+	stmts := []*pgx.QueuedQuery{
+		{SQL: lockDevicesSQL, Arguments: []any{devIDs}},
+		{SQL: lockVariablesSQL, Arguments: []any{vars}},
 	}
-	if _, err := tx.Exec(ctx, lockVariablesSQL, vars); err != nil {
-		return fmt.Errorf("lock variables: %w", err)
+	for _, q := range unpackSQL {
+		stmts = append(stmts, &pgx.QueuedQuery{SQL: q, Arguments: []any{vars, days}})
 	}
-	return unpackDays(ctx, execIn(tx), vars, days)
+	if err := sendBatch(ctx, tx, stmts); err != nil {
+		return fmt.Errorf("unpack before writing: %w", err)
+	}
+	return nil
 }
 
 // restoreMinutesSQL gives the packed days in [$1, $2) their minute tiles back, from
