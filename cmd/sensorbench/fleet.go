@@ -289,6 +289,10 @@ func runFleet(ctx context.Context, workers int, d time.Duration, send func(ctx c
 		wg    sync.WaitGroup
 		until = time.Now().Add(d)
 	)
+	// Each message gets a timestamp of its own (stored == acknowledged needs distinct
+	// dots), counted up by the millisecond from ten minutes ago: current data, as a
+	// fleet sends it (well within any late-data window), whatever the rate.
+	next.Store(time.Now().Add(-10 * time.Minute).UnixMilli())
 	start := time.Now()
 	for w := range workers {
 		wg.Add(1)
