@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
+	"os/exec"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -85,7 +87,23 @@ func benchFleet(ctx context.Context, h *benchharness.Harness, d time.Duration, v
 			return err
 		}
 	}
+	if err := checkRollups(ctx, h); err != nil {
+		return err
+	}
 	fmt.Println()
+	return nil
+}
+
+// checkRollups runs `sensorapi rollups check` over everything the sides wrote: group
+// commit must leave every tile equal to its values.
+func checkRollups(ctx context.Context, h *benchharness.Harness) error {
+	cmd := exec.CommandContext(ctx, h.Bin, "rollups", "check")
+	cmd.Env = append(os.Environ(), "DATABASE_URL="+h.DSN)
+	out, err := cmd.Output()
+	if err != nil {
+		return fmt.Errorf("sensorapi rollups check: %w: %s", err, out)
+	}
+	fmt.Printf("  sensorapi rollups check: %s", out)
 	return nil
 }
 

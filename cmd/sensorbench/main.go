@@ -21,9 +21,9 @@ import (
 func main() {
 	points := flag.Int("ingest-dots", 1_000_000, "dots written by the ingestion benchmark (per side)")
 	year := flag.Int("series-points", 10_512_000, "points of the analytics series (a year at 3 s)")
-	fleet := flag.Duration("fleet-duration", 20*time.Second, "how long each side of the fleet benchmark runs")
+	fleet := flag.Duration("fleet-duration", 20*time.Second, "how long each side of the fleet and collections benchmarks runs")
 	tiersScale := flag.Float64("tiers-scale", 1, "fraction of the tiers workload's week and year to load (for a quick trial)")
-	only := flag.String("only", "", "run one workload: ingest, fleet, mqtt, analytics, storage or tiers (default: all)")
+	only := flag.String("only", "", "run one workload: ingest (with collections), collections, fleet, mqtt, analytics, storage or tiers (default: all)")
 	flag.IntVar(&fleetEvents, "fleet-events", fleetEventsDefault(),
 		"active events over the fleet's variables during the fleet benchmark (SENSORAPI_BENCH_FLEET_EVENTS; 0: none)")
 	flag.BoolVar(&fleetSynthetic, "fleet-synthetic", fleetSyntheticDefault(),
@@ -57,6 +57,11 @@ func run(ctx context.Context, only string, ingestDots, seriesPoints int, fleet t
 	fmt.Printf("sensorbench %s — server pid %d, database %s\n\n", time.Now().UTC().Format(time.RFC3339), h.Server.Process.Pid, h.Image)
 	if only == "" || only == "ingest" {
 		if err := benchIngest(ctx, h, ingestDots); err != nil {
+			return err
+		}
+	}
+	if only == "" || only == "ingest" || only == "collections" {
+		if err := benchCollections(ctx, h, fleet); err != nil {
 			return err
 		}
 	}

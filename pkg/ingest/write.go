@@ -185,15 +185,21 @@ type notFound func(dots []Dot, missing []int) error
 // resolveIDs maps public variable ids to keys within the account. Ids the account does
 // not hold are answered by missing; a disabled device is a 423.
 func resolveIDs(ctx context.Context, db querier, account int64, dots []Dot, missing notFound) ([]row, targets, error) {
+	seen := make(map[string]bool, len(dots))
 	var ids []string
 	for _, d := range dots {
-		if !slices.Contains(ids, d.Target) {
+		if !seen[d.Target] {
+			seen[d.Target] = true
 			ids = append(ids, d.Target)
 		}
 	}
-	q, err := db.Query(ctx, `SELECT v.public_id, v.id, v.label, d.id, d.label, d.is_active
+	// By public id alone, the account checked here: with the account in the WHERE
+	// clause, statistics not yet gathered for an account's new variables (a gateway
+	// that creates them and posts at once) made the planner AND the account's whole
+	// index with this one (15 ms instead of 0.4 for 100 ids).
+	q, err := db.Query(ctx, `SELECT v.public_id, v.account_id, v.id, v.label, d.id, d.label, d.is_active
 		FROM variables v JOIN devices d ON d.id = v.device_id
-		WHERE v.account_id = $1 AND v.public_id = ANY($2)`, account, ids)
+		WHERE v.public_id = ANY($1)`, ids)
 	if err != nil {
 		return nil, targets{}, fmt.Errorf("resolve variables: %w", err)
 	}
@@ -202,10 +208,14 @@ func resolveIDs(ctx context.Context, db querier, account int64, dots []Dot, miss
 	disabled := false
 	for q.Next() {
 		var pub string
+		var owner int64
 		var v, dev ref
 		var active bool
-		if err := q.Scan(&pub, &v.id, &v.label, &dev.id, &dev.label, &active); err != nil {
+		if err := q.Scan(&pub, &owner, &v.id, &v.label, &dev.id, &dev.label, &active); err != nil {
 			return nil, targets{}, fmt.Errorf("resolve variables: %w", err)
+		}
+		if owner != account { // another account's variable: not found, as if absent
+			continue
 		}
 		keys[pub] = v.id
 		t.variables[v.id] = v.label

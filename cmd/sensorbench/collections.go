@@ -1,0 +1,204 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/sensordata/sensorapi/pkg/benchharness"
+	"github.com/sensordata/sensorapi/pkg/loadgen"
+)
+
+// The bulk collection workload (issue 26): gateways post what they buffered for many
+// variables to POST /api/v1.6/collections/values, by variable ID: each request holds
+// collectionsPoints consecutive dots of each of collectionsBlock variables.
+const (
+	collectionsDevices = 1000 // two variables each
+	collectionsBlock   = 100  // variables per request
+	collectionsPoints  = 10   // dots per variable per request
+	collectionsDots    = collectionsBlock * collectionsPoints
+	collectionsClients = 16
+)
+
+// naiveBulkSchema is what a user would write for the same requests: a plain hypertable
+// with a unique (variable_id, ts) index and a plain table of last values.
+const naiveBulkSchema = `
+CREATE TABLE naive_bulk_values (variable_id bigint NOT NULL, ts timestamptz NOT NULL,
+    value double precision NOT NULL, context jsonb, created_at timestamptz NOT NULL DEFAULT now());
+SELECT create_hypertable('naive_bulk_values', by_range('ts', INTERVAL '7 days'), create_default_indexes => false);
+CREATE UNIQUE INDEX ON naive_bulk_values (variable_id, ts DESC);
+CREATE TABLE naive_bulk_variables (id bigint PRIMARY KEY, last_value double precision, last_ts timestamptz);
+INSERT INTO naive_bulk_variables (id) SELECT generate_series(1, %d);`
+
+// benchCollections measures bulk collections through HTTP next to its naive floor:
+// collectionsClients pgx connections, one transaction per request holding one INSERT
+// of its dots and one UPDATE of their variables' last values.
+func benchCollections(ctx context.Context, h *benchharness.Harness, d time.Duration) error {
+	n := collectionsDevices * len(fleetVariables)
+	floor, err := naiveBulkFloor(ctx, h, d, n)
+	if err != nil {
+		return fmt.Errorf("collections naive floor: %w", err)
+	}
+	acct, tok, err := h.NewAccount(ctx, "collections")
+	if err != nil {
+		return err
+	}
+	ids, err := collectionVariables(ctx, h, acct, tok)
+	if err != nil {
+		return err
+	}
+	client := &loadgen.Client{HTTP: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: collectionsClients}},
+		URL: h.URL, Token: tok}
+	rss := h.SampleRSS()
+	res := runRequests(ctx, d, len(ids), func(ctx context.Context, first int, ts int64) error {
+		return client.Do(ctx, http.MethodPost, "/api/v1.6/collections/values", collectionBody(ids, first, ts))
+	})
+	peak := rss.Stop()
+	stored, err := storedDots(ctx, h, acct)
+	if err != nil {
+		return err
+	}
+	stored -= int64(n) // the dots that created the variables
+	acked := res.messages * collectionsDots
+	fmt.Printf("bulk collections: %d variables, %d dots per request (%d variables × %d), %v per side\n",
+		n, collectionsDots, collectionsBlock, collectionsPoints, d)
+	printDots(fmt.Sprintf("naive floor (%d pgx conns, INSERT+UPDATE/request)", collectionsClients), floor)
+	printDots(fmt.Sprintf("HTTP (%d clients, POST /api/v1.6/collections/values)", collectionsClients), res)
+	fmt.Printf("  http / naive floor: %.2f× (target ≥ 1.5×)   dots stored %d, acknowledged %d   server peak RSS %.0f MiB\n\n",
+		res.rate()/floor.rate(), stored, acked, peak)
+	if stored != acked {
+		return fmt.Errorf("collections: %d dots stored but %d acknowledged", stored, acked)
+	}
+	return nil
+}
+
+func printDots(name string, r *fleetResult) {
+	fmt.Printf("  %-54s %8.0f dots/s  p50 %6.1f ms  p99 %6.1f ms  max %6.1f ms  errors %d\n", name,
+		r.rate()*collectionsDots, ms(r.quantile(0.5)), ms(r.quantile(0.99)), ms(r.quantile(1)), r.errors)
+}
+
+// naiveBulkFloor runs the collection requests against naiveBulkSchema.
+func naiveBulkFloor(ctx context.Context, h *benchharness.Harness, d time.Duration, n int) (*fleetResult, error) {
+	if _, err := h.DB.Pool.Exec(ctx, fmt.Sprintf(naiveBulkSchema, n)); err != nil {
+		return nil, fmt.Errorf("naive schema: %w", err)
+	}
+	conf, err := pgxpool.ParseConfig(h.DSN)
+	if err != nil {
+		return nil, err
+	}
+	conf.MaxConns, conf.MinConns = collectionsClients, collectionsClients
+	pool, err := pgxpool.NewWithConfig(ctx, conf)
+	if err != nil {
+		return nil, err
+	}
+	defer pool.Close()
+	return runRequests(ctx, d, n, func(ctx context.Context, first int, ts int64) error {
+		ids, tss, vals := make([]int64, 0, collectionsDots), make([]time.Time, 0, collectionsDots), make([]float64, 0, collectionsDots)
+		lastIDs, lastVals := make([]int64, collectionsBlock), make([]float64, collectionsBlock)
+		last := time.UnixMilli(ts + collectionsPoints - 1)
+		for i := range collectionsBlock {
+			for p := range collectionsPoints {
+				ids, tss, vals = append(ids, int64(first+i+1)), append(tss, time.UnixMilli(ts+int64(p))), append(vals, collectionValue(ts+int64(p), i))
+			}
+			lastIDs[i], lastVals[i] = int64(first+i+1), collectionValue(ts+collectionsPoints-1, i)
+		}
+		return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, `INSERT INTO naive_bulk_values (variable_id, ts, value)
+				SELECT * FROM unnest($1::bigint[], $2::timestamptz[], $3::float8[])`, ids, tss, vals); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, `UPDATE naive_bulk_variables n SET last_value = u.v, last_ts = $2
+				FROM unnest($1::bigint[], $3::float8[]) AS u(id, v)
+				WHERE n.id = u.id AND (n.last_ts IS NULL OR n.last_ts <= $2)`, lastIDs, last, lastVals)
+			return err
+		})
+	}), nil
+}
+
+// collectionVariables creates the account's devices and variables (one dot each, in
+// 1970) and returns the variables' IDs.
+func collectionVariables(ctx context.Context, h *benchharness.Harness, acct int64, tok string) ([]string, error) {
+	c := &loadgen.Client{HTTP: &http.Client{}, URL: h.URL, Token: tok}
+	for dev := range collectionsDevices {
+		if err := c.Do(ctx, http.MethodPost, fmt.Sprintf("/api/v1.6/devices/bulk-%d/", dev), fleetMessage(0)); err != nil {
+			return nil, err
+		}
+	}
+	rows, err := h.DB.Pool.Query(ctx, `SELECT public_id FROM variables WHERE account_id = $1 ORDER BY id`, acct)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
+}
+
+// collectionBody is one request: collectionsPoints dots from ts on (a millisecond
+// apart) of each of the collectionsBlock variables from ids[first] on.
+func collectionBody(ids []string, first int, ts int64) []byte {
+	b := []byte{'['}
+	for i := range collectionsBlock {
+		for p := range int64(collectionsPoints) {
+			if len(b) > 1 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"variable":"`...)
+			b = append(b, ids[first+i]...)
+			b = append(b, `","value":`...)
+			b = strconv.AppendFloat(b, collectionValue(ts+p, i), 'g', -1, 64)
+			b = append(b, `,"timestamp":`...)
+			b = strconv.AppendInt(b, ts+p, 10)
+			b = append(b, '}')
+		}
+	}
+	return append(b, ']')
+}
+
+func collectionValue(ts int64, i int) float64 { return float64((ts+int64(i))%1000) / 10 }
+
+// runRequests sends requests from collectionsClients workers for d. Request k writes
+// the block k mod (n / collectionsBlock) of collectionsBlock consecutive variables, so
+// that requests in flight together rarely share a variable (and when they do, share
+// all of them, in the same order: no deadlock in the floor), at timestamps of its own:
+// collectionsPoints milliseconds from base + k·collectionsPoints, base ten minutes ago.
+func runRequests(ctx context.Context, d time.Duration, n int, send func(ctx context.Context, first int, ts int64) error) *fleetResult {
+	var (
+		res   fleetResult
+		k     atomic.Int64
+		mu    sync.Mutex
+		wg    sync.WaitGroup
+		base  = time.Now().Add(-10 * time.Minute).UnixMilli()
+		until = time.Now().Add(d)
+	)
+	start := time.Now()
+	for range collectionsClients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var lat []time.Duration
+			for time.Now().Before(until) && ctx.Err() == nil {
+				i := k.Add(1)
+				t0 := time.Now()
+				if err := send(ctx, int(i%int64(n/collectionsBlock))*collectionsBlock, base+i*collectionsPoints); err != nil {
+					atomic.AddInt64(&res.errors, 1)
+					continue
+				}
+				lat = append(lat, time.Since(t0))
+			}
+			mu.Lock()
+			res.latencies = append(res.latencies, lat...)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	res.elapsed = time.Since(start)
+	res.messages = int64(len(res.latencies))
+	slices.Sort(res.latencies)
+	return &res
+}
