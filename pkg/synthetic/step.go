@@ -100,8 +100,11 @@ type stepResult struct {
 // reach, in one transaction (did: something was taken). When that fails, each
 // variable is done again alone: the others commit, the failing one's to-do is
 // postponed with backoff.
-func (u *Upkeep) Step(ctx context.Context) (did bool, err error) {
-	res, err := u.step(ctx, nil)
+func (u *Upkeep) Step(ctx context.Context) (did bool, err error) { return u.stepSplit(ctx, nil) }
+
+// stepSplit is Step over the listed to-do rows only (due or not), when only is not nil.
+func (u *Upkeep) stepSplit(ctx context.Context, only []int64) (did bool, err error) {
+	res, err := u.step(ctx, only)
 	if res != nil && len(res.jobs) > 0 && err == nil {
 		u.committed(ctx, res)
 		return true, nil
