@@ -81,3 +81,29 @@ CROSS JOIN LATERAL (`+tileSource(i, cond)+`) f`, ks, los, his); err != nil {
 	}
 	return nil
 }
+
+// RecomputeTilesAt recomputes, finest tier first, every tile holding one of the
+// (variable, timestamp ms) pairs — each tile once — and removes those left empty: for
+// writers that know which values they changed (the synthetic variables' upkeep). The
+// caller holds the variables' row locks.
+func RecomputeTilesAt(ctx context.Context, exec Exec, vars, ts []int64) error {
+	if len(vars) == 0 {
+		return nil
+	}
+	for i, t := range tiers.All {
+		type tile struct{ v, at int64 }
+		seen := make(map[tile]bool, len(vars))
+		vs, tiles := make([]int64, 0, len(vars)), make([]time.Time, 0, len(vars))
+		for j, v := range vars {
+			k := tile{v, t.Floor(ts[j])}
+			if !seen[k] {
+				seen[k] = true
+				vs, tiles = append(vs, v), append(tiles, time.UnixMilli(k.at).UTC())
+			}
+		}
+		if err := exec(ctx, recomputeSQL[i], vs, tiles); err != nil {
+			return fmt.Errorf("recompute %s: %w", t.Table, err)
+		}
+	}
+	return nil
+}

@@ -20,14 +20,16 @@ import (
 //  1. take: one DELETE ... RETURNING of the oldest due to-do rows (FOR UPDATE SKIP
 //     LOCKED), of any variables: the rows go only if the step commits;
 //  2. one batch: lock the variables' rows in key order, then read their definitions
-//     (a new snapshot, after any wait for a lock);
+//     (a new snapshot, after any wait for a lock; parsed expressions are cached);
 //  3. one batch of the window functions' first-value probes, when some variable has
 //     windows (a moved first value recomputes that variable's whole history);
-//  4. one batch of the writes, set-based over every (variable, range): packed days
-//     cleared, values deleted, one INSERT of computed values per variable (its ranges
-//     read as one span when they lie near each other), tiles rebuilt tier by tier,
-//     last values moved (one UPDATE), and the dependents looked up (chains);
-//  5. the dependents' to-do rows, when there are any; commit; one NOTIFY statement.
+//  4. one batch of the writes: the packed days of the ranges cleared (set-based), then
+//     per variable one statement that upserts its computed values over its ranges
+//     (read as one span when they lie near each other) and deletes those no longer
+//     computed, writing only values that differ and answering their timestamps;
+//  5. one batch over what changed only: the tiles holding it (every tier, set-based),
+//     the last values (one UPDATE), the dependents (chains) looked up and marked;
+//  6. commit; one NOTIFY statement for the moved last values.
 //
 // A step that fails is done again variable by variable, so that one variable that
 // cannot be computed (an overflow) holds back only its own to-do, which is postponed.
@@ -56,9 +58,17 @@ const lockSQL = `SELECT FROM variables WHERE id = ANY($1) ORDER BY id FOR NO KEY
 const loadSQL = `SELECT s.variable_id, s.account_id, v.label, s.expression::text, s.inputs, s.positional, s.firsts
 FROM synthetic_variables s JOIN variables v ON v.id = s.variable_id WHERE s.variable_id = ANY($1)`
 
-// deleteValuesSQL deletes the values of every (variable, [lo, hi]).
-const deleteValuesSQL = `DELETE FROM "values" x USING unnest($1::bigint[], $2::timestamptz[], $3::timestamptz[]) AS w(variable_id, lo, hi)
-WHERE x.variable_id = w.variable_id AND x.ts BETWEEN w.lo AND w.hi`
+// packedInsideSQL lists the packed days that lie inside the (variable, [lo, hi])
+// ranges: ClearPackedRanges deletes them.
+const packedInsideSQL = `SELECT p.variable_id, p.day FROM values_packed p
+JOIN unnest($1::bigint[], $2::timestamptz[], $3::timestamptz[]) AS w(variable_id, lo, hi)
+  ON p.variable_id = w.variable_id AND p.day >= w.lo AND p.day + INTERVAL '1 day' - INTERVAL '1 microsecond' <= w.hi`
+
+const minutesPerDay = 24 * 60
+
+// maxTilePoints: a variable whose changes reach more tiles than this is retiled over
+// its ranges (two statements per tier) rather than tile by tile.
+const maxTilePoints = 20000
 
 // lastValuesSQL is lastValueSQL for many variables: one row per variable whose last
 // value moved, with its notification.
@@ -88,6 +98,25 @@ type job struct {
 	oldest time.Time
 	d      *Definition // nil: the variable is gone or no longer synthetic
 	firsts []int64     // the windows' first values now, when they moved
+
+	changed []int64    // timestamps of the values written or deleted
+	packed  []int64    // packed days (their start) deleted inside the ranges
+	changes [][2]int64 // both as ranges, merged
+}
+
+// changeRanges are the timestamps where j's values changed, as merged ranges.
+func (j *job) changeRanges() [][2]int64 {
+	rs := make([][2]int64, 0, len(j.changed)+len(j.packed))
+	for _, ts := range j.changed {
+		rs = append(rs, [2]int64{ts, ts})
+	}
+	for _, day := range j.packed {
+		rs = append(rs, [2]int64{day, day + int64(minutesPerDay)*60_000 - 1})
+	}
+	if len(rs) == 0 {
+		return nil
+	}
+	return mergeN(rs, maxExact)
 }
 
 // stepResult is what a committed step did.
@@ -303,26 +332,79 @@ func (u *Upkeep) recompute(ctx context.Context, tx pgx.Tx, jobs []*job) (payload
 			rk, rlo, rhi = append(rk, j.key), append(rlo, r[0]), append(rhi, r[1])
 		}
 	}
-	// the range as rows only, its values deleted, computed again, tiled again
+	// the ranges as rows only (the packed days inside them noted: their values change
+	// without a row telling), then each variable's values upserted from the computation
+	// and those it no longer has deleted: only values that differ are written, and
+	// their timestamps come back
+	b.Queue(packedInsideSQL, rk, millisToTimes(rlo), millisToTimes(rhi)).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var k int64
+			var day time.Time
+			if err := rows.Scan(&k, &day); err != nil {
+				return err
+			}
+			if j := byKey[k]; j != nil {
+				j.packed = append(j.packed, day.UnixMilli())
+			}
+		}
+		return rows.Err()
+	})
 	if err := ingest.ClearPackedRanges(ctx, queue, rk, rlo, rhi); err != nil {
 		return nil, err
 	}
-	b.Queue(deleteValuesSQL, rk, millisToTimes(rlo), millisToTimes(rhi))
 	for _, j := range live {
 		for _, span := range spans(j.ranges) {
-			q, err := insertComputed(j.d, span)
+			q, err := replaceComputed(j.d, span)
 			if err != nil {
 				return nil, err
 			}
-			b.Queue(q.SQL, q.Args...)
+			b.Queue(q.SQL, q.Args...).Query(func(rows pgx.Rows) error {
+				for rows.Next() {
+					var ts int64
+					if err := rows.Scan(&ts); err != nil {
+						return err
+					}
+					j.changed = append(j.changed, ts)
+				}
+				return rows.Err()
+			})
 		}
 	}
-	if err := ingest.RetileRanges(ctx, queue, rk, rlo, rhi); err != nil {
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return nil, fmt.Errorf("recompute: %w", err)
+	}
+	// the tiles holding what changed, the last values, the dependents over what changed
+	b = &pgx.Batch{}
+	var tileVars, tileTS, bigK, bigLo, bigHi, liveKeys []int64
+	for _, j := range live {
+		j.changes = j.changeRanges()
+		if len(j.changes) == 0 {
+			continue
+		}
+		liveKeys = append(liveKeys, j.key)
+		if n := len(j.changed) + len(j.packed)*minutesPerDay; n > maxTilePoints {
+			for _, r := range j.ranges { // a large recompute: its ranges retiled whole
+				bigK, bigLo, bigHi = append(bigK, j.key), append(bigLo, r[0]), append(bigHi, r[1])
+			}
+			continue
+		}
+		for _, ts := range j.changed {
+			tileVars, tileTS = append(tileVars, j.key), append(tileTS, ts)
+		}
+		for _, day := range j.packed {
+			for m := range minutesPerDay {
+				tileVars, tileTS = append(tileVars, j.key), append(tileTS, day+int64(m)*60_000)
+			}
+		}
+	}
+	if len(liveKeys) == 0 { // nothing differed: nothing else to do
+		return nil, nil
+	}
+	if err := ingest.RetileRanges(ctx, queue, bigK, bigLo, bigHi); err != nil {
 		return nil, err
 	}
-	liveKeys := make([]int64, len(live))
-	for i, j := range live {
-		liveKeys[i] = j.key
+	if err := ingest.RecomputeTilesAt(ctx, queue, tileVars, tileTS); err != nil {
+		return nil, err
 	}
 	b.Queue(lastValuesSQL, liveKeys).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
@@ -336,7 +418,7 @@ func (u *Upkeep) recompute(ctx context.Context, tx pgx.Tx, jobs []*job) (payload
 		}
 		return rows.Err()
 	})
-	// the variables reading them (chains): marked over what this step changed
+	// the variables reading them (chains): marked over what changed
 	var vars, froms, tos []int64
 	b.Queue(dependentsSQL, liveKeys).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
@@ -352,10 +434,10 @@ func (u *Upkeep) recompute(ctx context.Context, tx pgx.Tx, jobs []*job) (payload
 			}
 			for _, in := range inputs {
 				j := byKey[in]
-				if j == nil || j.d == nil || in == id {
+				if j == nil || in == id {
 					continue
 				}
-				for _, r := range j.ranges {
+				for _, r := range j.changes {
 					lo, hi := e.Affected(r[0], r[1])
 					vars, froms, tos = append(vars, id), append(froms, max(lo, 0)), append(tos, min(hi, MaxTimestamp))
 				}
@@ -364,7 +446,7 @@ func (u *Upkeep) recompute(ctx context.Context, tx pgx.Tx, jobs []*job) (payload
 		return rows.Err()
 	})
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
-		return nil, fmt.Errorf("recompute: %w", err)
+		return nil, fmt.Errorf("retile: %w", err)
 	}
 	if err := addDirty(ctx, PgxTx(tx), vars, froms, tos, 0); err != nil {
 		return nil, err
@@ -389,33 +471,51 @@ func spans(ranges [][2]int64) [][][2]int64 {
 	return out
 }
 
-// insertComputed is the statement inserting d's values computed over span's ranges,
-// reading the inputs over the span from its first range's start to its last's end.
-func insertComputed(d *Definition, span [][2]int64) (querybuilder.Query, error) {
+// replaceComputed is the statement bringing d's values over span's ranges to the
+// computation, reading the inputs over the span from its first range's start to its
+// last's end: values computed and not stored or stored otherwise are upserted, values
+// stored and no longer computed deleted; it answers the timestamps (ms) of both.
+// Values that equal their computation are not written.
+func replaceComputed(d *Definition, span [][2]int64) (querybuilder.Query, error) {
 	from, to := span[0][0], span[len(span)-1][1]
 	q, err := compileRange(d, from, to)
 	if err != nil {
 		return querybuilder.Query{}, err
 	}
 	lo, hi := time.UnixMilli(from).UTC(), time.UnixMilli(to).UTC()
-	ins := querybuilder.Query{SQL: `INSERT INTO "values" (variable_id, ts, value)
-SELECT ?::bigint, c.ts, c.value FROM (
-` + q.SQL + `
-) c WHERE c.ts BETWEEN ? AND ?`, Args: append(append([]any{d.Key}, q.Args...), lo, hi)}
-	if len(span) > 1 {
+	inside := func(col string) (string, []any) { // col in span's ranges
+		if len(span) == 1 {
+			return col + ` BETWEEN ? AND ?`, []any{lo, hi}
+		}
 		los, his := make([]time.Time, len(span)), make([]time.Time, len(span))
 		for i, r := range span {
 			los[i], his[i] = time.UnixMilli(r[0]).UTC(), time.UnixMilli(r[1]).UTC()
 		}
-		ins.SQL += ` AND EXISTS (SELECT FROM unnest(?::timestamptz[], ?::timestamptz[]) AS r(lo, hi) WHERE c.ts BETWEEN r.lo AND r.hi)`
-		ins.Args = append(ins.Args, los, his)
+		return col + ` BETWEEN ? AND ? AND EXISTS (SELECT FROM unnest(?::timestamptz[], ?::timestamptz[]) AS r(lo, hi) WHERE ` +
+			col + ` BETWEEN r.lo AND r.hi)`, []any{lo, hi, los, his}
 	}
-	stmt, err := dollar(ins)
+	inC, argsC := inside("c.ts")
+	inX, argsX := inside("x.ts")
+	args := append(append(slices.Clone(q.Args), argsC...), d.Key)
+	args = append(append(args, argsX...), d.Key)
+	stmt, err := dollar(querybuilder.Query{SQL: `WITH c AS (
+SELECT c.ts, c.value FROM (
+` + q.SQL + `
+) c WHERE ` + inC + `
+), gone AS (
+DELETE FROM "values" x WHERE x.variable_id = ?::bigint AND ` + inX + ` AND NOT EXISTS (SELECT FROM c WHERE c.ts = x.ts)
+RETURNING x.ts
+), put AS (
+INSERT INTO "values" AS x (variable_id, ts, value) SELECT ?::bigint, c.ts, c.value FROM c
+ON CONFLICT (variable_id, ts) DO UPDATE SET value = EXCLUDED.value, created_at = now()
+WHERE x.value IS DISTINCT FROM EXCLUDED.value
+RETURNING x.ts
+)
+SELECT round(date_part('epoch', ts) * 1000)::bigint FROM gone UNION ALL SELECT round(date_part('epoch', ts) * 1000)::bigint FROM put`, Args: args})
 	if err != nil {
 		return querybuilder.Query{}, err
 	}
-	ins.SQL = stmt
-	return ins, nil
+	return querybuilder.Query{SQL: stmt, Args: args}, nil
 }
 
 func millisToTimes(ms []int64) []time.Time {
