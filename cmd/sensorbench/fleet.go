@@ -117,23 +117,12 @@ type sender func(ctx context.Context, url, mqttAddr, tok string) (send func(ctx 
 // fleetSide runs one side on an account of its own whose devices exist already, and
 // checks that every acknowledged dot is stored; then the same load against the ceiling.
 func fleetSide(ctx context.Context, h *benchharness.Harness, d time.Duration, f floors, ceil *ceiling, name string, mk sender) error {
-	acct, tok, err := h.NewAccount(ctx, "fleet_"+name)
-	if err != nil {
-		return err
-	}
-	warm, _, _, err := fleetHTTP(ctx, h.URL, h.MQTT, tok)
-	if err != nil {
-		return err
-	}
-	for dev := range fleetDevices { // the fleet exists before it is measured
-		if err := warm(ctx, 0, dev, 0); err != nil {
-			return err
-		}
-	}
 	if fleetSynthetic {
-		if err := createFleetSynthetic(ctx, h.URL, tok); err != nil {
-			return err
-		}
+		return fleetSyntheticSides(ctx, h, d, f, ceil, name, mk)
+	}
+	acct, tok, err := newFleetAccount(ctx, h, "fleet_"+name)
+	if err != nil {
+		return err
 	}
 	var rcv *eventReceiver
 	if fleetEvents > 0 {
@@ -174,13 +163,29 @@ func fleetSide(ctx context.Context, h *benchharness.Harness, d time.Duration, f 
 	if rcv != nil {
 		fmt.Printf("  with %d active events: %d webhooks received\n", fleetEvents, rcv.hits.Load())
 	}
-	if fleetSynthetic {
-		fmt.Printf("  with %d synthetic variables (°F of every temperature, a 1H mean of every humidity)\n", 2*fleetDevices)
-	}
 	if stored != acked {
 		return fmt.Errorf("fleet %s: %d dots stored but %d acknowledged", name, stored, acked)
 	}
 	return nil
+}
+
+// newFleetAccount makes an account whose fleetDevices devices exist, each with one
+// value (timestamp 0) on each variable.
+func newFleetAccount(ctx context.Context, h *benchharness.Harness, name string) (int64, string, error) {
+	acct, tok, err := h.NewAccount(ctx, name)
+	if err != nil {
+		return 0, "", err
+	}
+	warm, _, _, err := fleetHTTP(ctx, h.URL, h.MQTT, tok)
+	if err != nil {
+		return 0, "", err
+	}
+	for dev := range fleetDevices { // the fleet exists before it is measured
+		if err := warm(ctx, 0, dev, 0); err != nil {
+			return 0, "", err
+		}
+	}
+	return acct, tok, nil
 }
 
 // runSide runs the fleet load through the sender made for url/mqttAddr, sampling the
@@ -297,20 +302,22 @@ func servicePathFloor(ctx context.Context, h *benchharness.Harness, d time.Durat
 	}), nil
 }
 
+// fleetTS is the last timestamp (ms) a fleet message was given: unique in the run,
+// since the synthetic comparison sends several rounds to the same devices. It counts
+// up by the millisecond from an hour before the first message: current data, as a
+// fleet sends it (well within any late-data window), whatever the rate.
+var fleetTS atomic.Int64
+
 // runFleet runs workers sending messages to random-ish devices for d; each message
 // carries a timestamp no other message has.
 func runFleet(ctx context.Context, workers int, d time.Duration, send func(ctx context.Context, w, dev int, ts int64) error) *fleetResult {
 	var (
 		res   fleetResult
-		next  atomic.Int64
 		mu    sync.Mutex
 		wg    sync.WaitGroup
 		until = time.Now().Add(d)
 	)
-	// Each message gets a timestamp of its own (stored == acknowledged needs distinct
-	// dots), counted up by the millisecond from ten minutes ago: current data, as a
-	// fleet sends it (well within any late-data window), whatever the rate.
-	next.Store(time.Now().Add(-10 * time.Minute).UnixMilli())
+	fleetTS.CompareAndSwap(0, time.Now().Add(-time.Hour).UnixMilli())
 	start := time.Now()
 	for w := range workers {
 		wg.Add(1)
@@ -318,7 +325,7 @@ func runFleet(ctx context.Context, workers int, d time.Duration, send func(ctx c
 			defer wg.Done()
 			var lat []time.Duration
 			for dev := w; time.Now().Before(until) && ctx.Err() == nil; dev = (dev + workers + 1) % fleetDevices {
-				ts := next.Add(1)
+				ts := fleetTS.Add(1)
 				t0 := time.Now()
 				if err := send(ctx, w, dev, ts); err != nil {
 					atomic.AddInt64(&res.errors, 1)

@@ -141,6 +141,27 @@ func ClearPacked(ctx context.Context, exec Exec, key, from, to int64) error {
 	return unpackDays(ctx, exec, []int64{key, key}, []time.Time{Day(start), Day(end)})
 }
 
+// ClearPackedRanges is ClearPacked of many (variable, [from, to]) ranges at once, four
+// statements whatever their number (the synthetic variables' upkeep). A variable's
+// ranges must not overlap.
+func ClearPackedRanges(ctx context.Context, exec Exec, keys, froms, tos []int64) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	starts, ends := make([]time.Time, len(keys)), make([]time.Time, len(keys))
+	vars, days := make([]int64, 0, 2*len(keys)), make([]time.Time, 0, 2*len(keys))
+	for i, k := range keys {
+		starts[i], ends[i] = time.UnixMilli(froms[i]).UTC(), time.UnixMilli(tos[i]).UTC()
+		vars, days = append(vars, k, k), append(days, Day(starts[i]), Day(ends[i]))
+	}
+	if err := exec(ctx, `DELETE FROM values_packed p USING unnest($1::bigint[], $2::timestamptz[], $3::timestamptz[]) AS w(variable_id, lo, hi)
+		WHERE p.variable_id = w.variable_id AND p.day >= w.lo AND p.day + INTERVAL '1 day' - INTERVAL '1 microsecond' <= w.hi`,
+		keys, starts, ends); err != nil {
+		return fmt.Errorf("delete packed days: %w", err)
+	}
+	return unpackDays(ctx, exec, vars, days)
+}
+
 // lockVariablesSQL takes the variables' rows in key order (after their devices').
 const lockVariablesSQL = `SELECT FROM variables WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE`
 

@@ -1,8 +1,10 @@
 package ingest
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/sensordata/sensorapi/pkg/tiers"
@@ -24,6 +26,83 @@ func RetileRange(ctx context.Context, exec Exec, key, from, to int64) error {
 		cond := `src.variable_id = $1 AND ` + sourceTime(i) + ` >= $2 AND ` + sourceTime(i) + ` < $3`
 		if err := exec(ctx, `INSERT INTO `+t.Table+` (`+tileColumns+`) `+tileSource(i, cond), key, lo, hi); err != nil {
 			return fmt.Errorf("retile %s: %w", t.Table, err)
+		}
+	}
+	return nil
+}
+
+// RetileRanges is RetileRange of many (variable, [from, to]) ranges at once, two
+// statements per tier whatever their number: the synthetic variables' upkeep recomputes
+// the ranges of many variables in one step. A variable's ranges may touch or overlap
+// (their tiles are merged first, tier by tier); the caller holds the variables' row
+// locks.
+func RetileRanges(ctx context.Context, exec Exec, keys, froms, tos []int64) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	for i, t := range tiers.All {
+		type span struct{ key, lo, hi int64 } // tiles [lo, hi)
+		spans := make([]span, 0, len(keys))
+		for j, k := range keys {
+			from, to := max(froms[j], 0), min(tos[j], maxTimestamp)
+			if from > to {
+				continue
+			}
+			spans = append(spans, span{k, t.Floor(from), t.Floor(to) + t.WidthMs()})
+		}
+		slices.SortFunc(spans, func(a, b span) int {
+			if c := cmp.Compare(a.key, b.key); c != 0 {
+				return c
+			}
+			return cmp.Compare(a.lo, b.lo)
+		})
+		var ks []int64
+		var los, his []time.Time
+		for _, s := range spans {
+			if n := len(ks); n > 0 && ks[n-1] == s.key && s.lo <= his[n-1].UnixMilli() {
+				his[n-1] = time.UnixMilli(max(s.hi, his[n-1].UnixMilli())).UTC()
+				continue
+			}
+			ks, los, his = append(ks, s.key), append(los, time.UnixMilli(s.lo).UTC()), append(his, time.UnixMilli(s.hi).UTC())
+		}
+		if len(ks) == 0 {
+			return nil
+		}
+		if err := exec(ctx, `DELETE FROM `+t.Table+` m USING unnest($1::bigint[], $2::timestamptz[], $3::timestamptz[]) AS w(variable_id, lo, hi)
+WHERE m.variable_id = w.variable_id AND m.tile >= w.lo AND m.tile < w.hi`, ks, los, his); err != nil {
+			return fmt.Errorf("retile %s: %w", t.Table, err)
+		}
+		cond := `src.variable_id = w.variable_id AND ` + sourceTime(i) + ` >= w.lo AND ` + sourceTime(i) + ` < w.hi`
+		if err := exec(ctx, `INSERT INTO `+t.Table+` (`+tileColumns+`)
+SELECT f.* FROM unnest($1::bigint[], $2::timestamptz[], $3::timestamptz[]) AS w(variable_id, lo, hi)
+CROSS JOIN LATERAL (`+tileSource(i, cond)+`) f`, ks, los, his); err != nil {
+			return fmt.Errorf("retile %s: %w", t.Table, err)
+		}
+	}
+	return nil
+}
+
+// RecomputeTilesAt recomputes, finest tier first, every tile holding one of the
+// (variable, timestamp ms) pairs — each tile once — and removes those left empty: for
+// writers that know which values they changed (the synthetic variables' upkeep). The
+// caller holds the variables' row locks.
+func RecomputeTilesAt(ctx context.Context, exec Exec, vars, ts []int64) error {
+	if len(vars) == 0 {
+		return nil
+	}
+	for i, t := range tiers.All {
+		type tile struct{ v, at int64 }
+		seen := make(map[tile]bool, len(vars))
+		vs, tiles := make([]int64, 0, len(vars)), make([]time.Time, 0, len(vars))
+		for j, v := range vars {
+			k := tile{v, t.Floor(ts[j])}
+			if !seen[k] {
+				seen[k] = true
+				vs, tiles = append(vs, v), append(tiles, time.UnixMilli(k.at).UTC())
+			}
+		}
+		if err := exec(ctx, recomputeSQL[i], vs, tiles); err != nil {
+			return fmt.Errorf("recompute %s: %w", t.Table, err)
 		}
 	}
 	return nil

@@ -215,26 +215,36 @@ func LastValue(ctx context.Context, tx Tx, key int64) (payload string, err error
 // Firsts are the first timestamps (ms; -1: none) of the arguments of d's window
 // functions now.
 func Firsts(ctx context.Context, tx Tx, d *Definition) ([]int64, error) {
-	ws := d.Expr.Windows()
-	if len(ws) == 0 {
-		return []int64{}, nil
+	stmts, err := firstsStatements(d)
+	if err != nil {
+		return nil, err
 	}
-	out := make([]int64, 0, len(ws))
+	out := make([]int64, 0, len(stmts))
+	for _, q := range stmts {
+		var first int64
+		if err := tx.Query(ctx, func(scan func(...any) error) error { return scan(&first) }, q.SQL, q.Args...); err != nil {
+			return nil, fmt.Errorf("synthetic %d: first values: %w", d.Key, err)
+		}
+		out = append(out, first)
+	}
+	return out, nil
+}
+
+// firstsStatements are the statements Firsts runs, one per window function of d, each
+// answering one bigint (pgx's $n placeholders).
+func firstsStatements(d *Definition) ([]querybuilder.Query, error) {
+	ws := d.Expr.Windows()
+	out := make([]querybuilder.Query, 0, len(ws))
 	for _, w := range ws {
 		q, err := querybuilder.Synthetic(querybuilder.SyntheticRequest{Expr: w.Args[0]})
 		if err != nil {
 			return nil, err
 		}
 		q.SQL = `SELECT coalesce((SELECT round(date_part('epoch', f.ts) * 1000)::bigint FROM (` + q.SQL + `) f LIMIT 1), -1)`
-		stmt, err := dollar(q)
-		if err != nil {
+		if q.SQL, err = dollar(q); err != nil {
 			return nil, err
 		}
-		var first int64
-		if err := tx.Query(ctx, func(scan func(...any) error) error { return scan(&first) }, stmt, q.Args...); err != nil {
-			return nil, fmt.Errorf("synthetic %d: first values: %w", d.Key, err)
-		}
-		out = append(out, first)
+		out = append(out, q)
 	}
 	return out, nil
 }
@@ -311,8 +321,10 @@ func addDirty(ctx context.Context, tx Tx, vars, froms, tos []int64, delay time.D
 
 // merge sorts ranges and joins those that overlap or touch; more than maxRanges
 // become the one range spanning them all.
-func merge(ranges [][2]int64) [][2]int64 {
-	const maxRanges = 16
+func merge(ranges [][2]int64) [][2]int64 { return mergeN(ranges, 16) }
+
+// mergeN is merge with at most maxRanges ranges.
+func mergeN(ranges [][2]int64, maxRanges int) [][2]int64 {
 	rs := slices.Clone(ranges)
 	slices.SortFunc(rs, func(a, b [2]int64) int {
 		switch {

@@ -3,7 +3,6 @@ package synthetic
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/sensordata/sensorapi/pkg/apierr"
 	"github.com/sensordata/sensorapi/pkg/ingest"
-	"github.com/sensordata/sensorapi/pkg/notify"
 	"github.com/sensordata/sensorapi/querybuilder"
 )
 
@@ -29,10 +27,11 @@ import (
 //     a map lookup (the graph is kept in memory, reloaded when it changes anywhere).
 //   - Committed wakes the worker.
 //
-// The worker (Run) takes the to-do of one synthetic variable at a time with FOR UPDATE
-// SKIP LOCKED, locks the variable's row, recomputes the affected timestamps with the
-// backfill's statement restricted to them, and deletes the to-do in the same
-// transaction, which also marks the variable's own dependents (chains). Any number of
+// The worker (Run) takes the due to-do rows of many synthetic variables at a time with
+// FOR UPDATE SKIP LOCKED, locks the variables' rows, recomputes the affected timestamps
+// with the backfill's statement restricted to them, and deletes the to-do in the same
+// transaction, which also marks the variables' own dependents (chains): a handful of
+// round trips per step whatever the number of variables (step.go). Any number of
 // instances share the table: no update is lost (a to-do goes only with the commit of
 // its recompute) or done twice (a to-do row is taken by one worker). A recompute that
 // fails is logged, counted and retried later with backoff; ingestion never waits for it.
@@ -41,8 +40,9 @@ type Upkeep struct {
 	Log  *slog.Logger
 
 	mu    sync.RWMutex
-	deps  map[int64][]*Definition // input key → the synthetic variables reading it
-	synth map[int64]string        // synthetic key → label
+	deps  map[int64][]*Definition       // input key → the synthetic variables reading it
+	synth map[int64]string              // synthetic key → label
+	exprs map[string]*querybuilder.Expr // stored expression (jsonb text) → parsed, for the worker
 
 	wake   chan struct{}
 	reload chan struct{}
@@ -87,7 +87,7 @@ func (u *Upkeep) Load(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("synthetic: load the graph: %w", err)
 	}
-	deps, synth := map[int64][]*Definition{}, map[int64]string{}
+	deps, synth, exprs := map[int64][]*Definition{}, map[int64]string{}, map[string]*querybuilder.Expr{}
 	for rows.Next() {
 		d := &Definition{Expr: new(querybuilder.Expr)}
 		var raw []byte
@@ -100,6 +100,7 @@ func (u *Upkeep) Load(ctx context.Context) error {
 			return fmt.Errorf("synthetic: load the graph: variable %d: %w", d.Key, err)
 		}
 		synth[d.Key] = d.Label
+		exprs[string(raw)] = d.Expr
 		for _, in := range d.Inputs {
 			deps[in] = append(deps[in], d)
 		}
@@ -108,9 +109,31 @@ func (u *Upkeep) Load(ctx context.Context) error {
 		return fmt.Errorf("synthetic: load the graph: %w", err)
 	}
 	u.mu.Lock()
-	u.deps, u.synth = deps, synth
+	u.deps, u.synth, u.exprs = deps, synth, exprs
 	u.mu.Unlock()
 	return nil
+}
+
+// expr is a stored expression parsed, from the cache the graph's loads fill (a
+// definition newer than the last load is parsed and cached until the next).
+func (u *Upkeep) expr(text string) (*querybuilder.Expr, error) {
+	u.mu.RLock()
+	e := u.exprs[text]
+	u.mu.RUnlock()
+	if e != nil {
+		return e, nil
+	}
+	e = new(querybuilder.Expr)
+	if err := json.Unmarshal([]byte(text), e); err != nil {
+		return nil, err
+	}
+	u.mu.Lock()
+	if u.exprs == nil || len(u.exprs) > 4*len(u.synth)+1024 {
+		u.exprs = map[string]*querybuilder.Expr{}
+	}
+	u.exprs[text] = e
+	u.mu.Unlock()
+	return e, nil
 }
 
 // Mark implements ingest.Follower.
@@ -212,83 +235,6 @@ func (u *Upkeep) reloadLoop(ctx context.Context) {
 			u.Log.Warn("synthetic variables: graph not reloaded", "error", err.Error())
 		}
 	}
-}
-
-// maxRows is how many to-do rows of one variable a step takes.
-const maxRows = 10000
-
-// Step recomputes the due to-do of one synthetic variable, if any (did: something was
-// taken).
-func (u *Upkeep) Step(ctx context.Context) (did bool, err error) {
-	var ids []int64
-	var key int64
-	var payload string
-	var oldest time.Time
-	err = pgx.BeginFunc(ctx, u.Pool, func(tx pgx.Tx) error {
-		err := tx.QueryRow(ctx, `SELECT variable_id FROM synthetic_dirty WHERE not_before <= now()
-			ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED`).Scan(&key)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("take to-do: %w", err)
-		}
-		did = true
-		rows, err := tx.Query(ctx, `SELECT id, from_ts, to_ts, created_at FROM synthetic_dirty
-			WHERE variable_id = $1 AND not_before <= now() ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED`, key, maxRows)
-		if err != nil {
-			return fmt.Errorf("take to-do: %w", err)
-		}
-		var ranges [][2]int64
-		for rows.Next() {
-			var id, from, to int64
-			var at time.Time
-			if err := rows.Scan(&id, &from, &to, &at); err != nil {
-				rows.Close()
-				return fmt.Errorf("take to-do: %w", err)
-			}
-			if oldest.IsZero() || at.Before(oldest) {
-				oldest = at
-			}
-			ids, ranges = append(ids, id), append(ranges, [2]int64{from, to})
-		}
-		if err := rows.Err(); err != nil {
-			return fmt.Errorf("take to-do: %w", err)
-		}
-		// the variable's row first: recomputes of one variable (and its definition) run
-		// one after the other, each seeing what the previous committed
-		if _, err := tx.Exec(ctx, `SELECT FROM variables WHERE id = $1 FOR NO KEY UPDATE`, key); err != nil {
-			return fmt.Errorf("lock variable: %w", err)
-		}
-		d, err := LoadDefinition(ctx, PgxTx(tx), key)
-		if err != nil {
-			return err
-		}
-		if d != nil {
-			if payload, err = Recompute(ctx, PgxTx(tx), d, ranges); err != nil {
-				return err
-			}
-		}
-		_, err = tx.Exec(ctx, `DELETE FROM synthetic_dirty WHERE id = ANY($1)`, ids)
-		return err
-	})
-	if err != nil {
-		u.recomputed.WithLabelValues("failed").Inc()
-		if len(ids) > 0 {
-			u.postpone(ctx, ids)
-		}
-		return did, fmt.Errorf("synthetic variable %d: %w", key, err)
-	}
-	if len(ids) > 0 {
-		u.recomputed.WithLabelValues("ok").Inc()
-		u.lag.Observe(time.Since(oldest).Seconds())
-	}
-	if payload != "" {
-		if _, err := u.Pool.Exec(ctx, `SELECT pg_notify($1, $2)`, notify.LastValueChannel, payload); err != nil {
-			u.Log.Warn("synthetic variables: last-value notification not sent", "variable", key, "error", err.Error())
-		}
-	}
-	return did, nil
 }
 
 // postpone pushes failed to-do rows back: 1 s, 2 s, 4 s ... at most 5 minutes.
