@@ -98,32 +98,15 @@ type sender func(ctx context.Context, url, mqttAddr, tok string) (send func(ctx 
 
 // fleetSide runs one side on an account of its own whose devices exist already, and
 // checks that every acknowledged dot is stored; then the same load against the ceiling.
+// With fleetEvents, it measures the side with and without events in the same run
+// instead (fleetSideEvents).
 func fleetSide(ctx context.Context, h *benchharness.Harness, d time.Duration, f floors, ceil *ceiling, name string, mk sender) error {
-	acct, tok, err := h.NewAccount(ctx, "fleet_"+name)
-	if err != nil {
-		return err
-	}
-	warm, _, _, err := fleetHTTP(ctx, h.URL, h.MQTT, tok)
-	if err != nil {
-		return err
-	}
-	for dev := range fleetDevices { // the fleet exists before it is measured
-		if err := warm(ctx, 0, dev, 0); err != nil {
-			return err
-		}
-	}
-	if fleetSynthetic {
-		if err := createFleetSynthetic(ctx, h.URL, tok); err != nil {
-			return err
-		}
-	}
-	var rcv *eventReceiver
 	if fleetEvents > 0 {
-		rcv = newEventReceiver()
-		defer rcv.srv.Close()
-		if err := createFleetEvents(ctx, h.URL, tok, fleetEvents, rcv); err != nil {
-			return err
-		}
+		return fleetSideEvents(ctx, h, d, f, ceil, name, mk)
+	}
+	acct, tok, err := newFleetAccount(ctx, h, "fleet_"+name)
+	if err != nil {
+		return err
 	}
 	walBefore, err := walLSN(ctx, h)
 	if err != nil {
@@ -137,12 +120,6 @@ func fleetSide(ctx context.Context, h *benchharness.Harness, d time.Duration, f 
 	if err != nil {
 		return err
 	}
-	stored, err := storedDots(ctx, h, acct)
-	if err != nil {
-		return err
-	}
-	stored -= int64(fleetDevices * len(fleetVariables)) // the warm-up messages
-	acked := res.messages * int64(len(fleetVariables))
 	top, _, _, err := runSide(ctx, nil, d, mk, ceil.url, ceil.mqtt, tok)
 	if err != nil {
 		return fmt.Errorf("ceiling: %w", err)
@@ -151,14 +128,48 @@ func fleetSide(ctx context.Context, h *benchharness.Harness, d time.Duration, f 
 	printFleet("  ceiling: parse and discard, no database", top)
 	fmt.Printf("  %s / naive floor: %.2f×   / service path 1 msg/tx: %.2f×   / ceiling: %.0f%%\n",
 		name, res.rate()/f.naive.rate(), res.rate()/f.path.rate(), 100*res.rate()/top.rate())
-	fmt.Printf("  dots stored %d, acknowledged %d   server peak RSS %.0f MiB   WAL %.0f B/message\n", stored, acked, peak,
+	fmt.Printf("  server peak RSS %.0f MiB   WAL %.0f B/message\n", peak,
 		float64(walAfter-walBefore)/float64(max(res.messages, 1)))
-	if rcv != nil {
-		fmt.Printf("  with %d active events: %d webhooks received\n", fleetEvents, rcv.hits.Load())
-	}
 	if fleetSynthetic {
 		fmt.Printf("  with %d synthetic variables (°F of every temperature, a 1H mean of every humidity)\n", 2*fleetDevices)
 	}
+	return checkStored(ctx, h, name, acct, res)
+}
+
+// newFleetAccount makes an account of its own whose fleet devices exist already (and,
+// with -fleet-synthetic, their synthetic variables).
+func newFleetAccount(ctx context.Context, h *benchharness.Harness, name string) (int64, string, error) {
+	acct, tok, err := h.NewAccount(ctx, name)
+	if err != nil {
+		return 0, "", err
+	}
+	warm, _, _, err := fleetHTTP(ctx, h.URL, h.MQTT, tok)
+	if err != nil {
+		return 0, "", err
+	}
+	for dev := range fleetDevices { // the fleet exists before it is measured
+		if err := warm(ctx, 0, dev, 0); err != nil {
+			return 0, "", err
+		}
+	}
+	if fleetSynthetic {
+		if err := createFleetSynthetic(ctx, h.URL, tok); err != nil {
+			return 0, "", err
+		}
+	}
+	return acct, tok, nil
+}
+
+// checkStored fails when the account does not hold every acknowledged dot of res (and
+// the warm-up messages).
+func checkStored(ctx context.Context, h *benchharness.Harness, name string, acct int64, res *fleetResult) error {
+	stored, err := storedDots(ctx, h, acct)
+	if err != nil {
+		return err
+	}
+	stored -= int64(fleetDevices * len(fleetVariables)) // the warm-up messages
+	acked := res.messages * int64(len(fleetVariables))
+	fmt.Printf("  %s: dots stored %d, acknowledged %d\n", name, stored, acked)
 	if stored != acked {
 		return fmt.Errorf("fleet %s: %d dots stored but %d acknowledged", name, stored, acked)
 	}
@@ -167,6 +178,8 @@ func fleetSide(ctx context.Context, h *benchharness.Harness, d time.Duration, f 
 
 // runSide runs the fleet load through the sender made for url/mqttAddr, sampling the
 // harness server's memory when h is given.
+// Timestamps continue from the last ones sent with the same token (fleetClocks), so
+// that the slices of an account never rewrite a value.
 func runSide(ctx context.Context, h *benchharness.Harness, d time.Duration, mk sender, url, mqttAddr, tok string) (*fleetResult, string, float64, error) {
 	send, closeAll, label, err := mk(ctx, url, mqttAddr, tok)
 	if err != nil {
@@ -177,7 +190,12 @@ func runSide(ctx context.Context, h *benchharness.Harness, d time.Duration, mk s
 	if h != nil {
 		rss = h.SampleRSS()
 	}
-	res := runFleet(ctx, fleetHTTPClients, d, send)
+	clock, ok := fleetClocks[tok]
+	if !ok {
+		clock = new(atomic.Int64)
+		fleetClocks[tok] = clock
+	}
+	res := runFleet(ctx, fleetHTTPClients, d, clock, send)
 	peak := 0.0
 	if rss != nil {
 		peak = rss.Stop()
@@ -274,17 +292,19 @@ func servicePathFloor(ctx context.Context, h *benchharness.Harness, d time.Durat
 			return nil, err
 		}
 	}
-	return runFleet(ctx, fleetFloorConns, d, func(ctx context.Context, _, dev int, ts int64) error {
+	return runFleet(ctx, fleetFloorConns, d, new(atomic.Int64), func(ctx context.Context, _, dev int, ts int64) error {
 		return st.WriteResolved(ctx, devs[dev], fmt.Sprintf("fleet-%d", dev), keys[dev], fleetDots(ts))
 	}), nil
 }
 
+// fleetClocks is the last timestamp sent per token (runSide).
+var fleetClocks = map[string]*atomic.Int64{}
+
 // runFleet runs workers sending messages to random-ish devices for d; each message
-// carries a timestamp no other message has.
-func runFleet(ctx context.Context, workers int, d time.Duration, send func(ctx context.Context, w, dev int, ts int64) error) *fleetResult {
+// carries a timestamp no other message through next has (next: the last one sent).
+func runFleet(ctx context.Context, workers int, d time.Duration, next *atomic.Int64, send func(ctx context.Context, w, dev int, ts int64) error) *fleetResult {
 	var (
 		res   fleetResult
-		next  atomic.Int64
 		mu    sync.Mutex
 		wg    sync.WaitGroup
 		until = time.Now().Add(d)

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -52,7 +53,7 @@ func naiveFloor(ctx context.Context, h *benchharness.Harness, d time.Duration) (
 		return nil, err
 	}
 	defer pool.Close()
-	return runFleet(ctx, fleetFloorConns, d, func(ctx context.Context, _, dev int, ts int64) error {
+	return runFleet(ctx, fleetFloorConns, d, new(atomic.Int64), func(ctx context.Context, _, dev int, ts int64) error {
 		return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 			t := time.UnixMilli(ts)
 			ids := make([]int64, len(fleetVariables))
