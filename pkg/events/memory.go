@@ -188,6 +188,7 @@ func (s *Service) process(ctx context.Context, sh *shard, items []item) {
 			}
 			st, c := e.st, e.ev.condition()
 			var fired []transition
+			stepped := false
 			for i, w := range cs {
 				if st.LastTS != nil && w.To <= *st.LastTS {
 					continue // nothing newer than the values evaluated
@@ -199,13 +200,14 @@ func (s *Service) process(ctx context.Context, sh *shard, items []item) {
 					hold = min(hold, i)
 					break
 				}
+				stepped = true
 				for _, p := range w.Values {
 					if to := st.Step(c, p.TS, p.Value); to != "" {
 						fired = append(fired, transition{state: to, ts: p.TS, value: p.Value})
 					}
 				}
 			}
-			if fromDB[id] {
+			if fromDB[id] || !stepped {
 				continue
 			}
 			memory++
