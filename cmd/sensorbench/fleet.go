@@ -116,21 +116,18 @@ type sender func(ctx context.Context, url, mqttAddr, tok string) (send func(ctx 
 
 // fleetSide runs one side on an account of its own whose devices exist already, and
 // checks that every acknowledged dot is stored; then the same load against the ceiling.
+// With synthetic variables or events it measures the side with and without them in
+// the same run instead (fleetSyntheticSides, fleetSideEvents).
 func fleetSide(ctx context.Context, h *benchharness.Harness, d time.Duration, f floors, ceil *ceiling, name string, mk sender) error {
-	if fleetSynthetic {
+	switch {
+	case fleetSynthetic:
 		return fleetSyntheticSides(ctx, h, d, f, ceil, name, mk)
+	case fleetEvents > 0:
+		return fleetSideEvents(ctx, h, d, f, ceil, name, mk)
 	}
 	acct, tok, err := newFleetAccount(ctx, h, "fleet_"+name)
 	if err != nil {
 		return err
-	}
-	var rcv *eventReceiver
-	if fleetEvents > 0 {
-		rcv = newEventReceiver()
-		defer rcv.srv.Close()
-		if err := createFleetEvents(ctx, h.URL, tok, fleetEvents, rcv); err != nil {
-			return err
-		}
 	}
 	walBefore, err := walLSN(ctx, h)
 	if err != nil {
@@ -144,12 +141,6 @@ func fleetSide(ctx context.Context, h *benchharness.Harness, d time.Duration, f 
 	if err != nil {
 		return err
 	}
-	stored, err := storedDots(ctx, h, acct)
-	if err != nil {
-		return err
-	}
-	stored -= int64(fleetDevices * len(fleetVariables)) // the warm-up messages
-	acked := res.messages * int64(len(fleetVariables))
 	top, _, _, err := runSide(ctx, nil, d, mk, ceil.url, ceil.mqtt, tok)
 	if err != nil {
 		return fmt.Errorf("ceiling: %w", err)
@@ -158,11 +149,21 @@ func fleetSide(ctx context.Context, h *benchharness.Harness, d time.Duration, f 
 	printFleet("  ceiling: parse and discard, no database", top)
 	fmt.Printf("  %s / naive floor: %.2f×   / service path 1 msg/tx: %.2f×   / ceiling: %.0f%%\n",
 		name, res.rate()/f.naive.rate(), res.rate()/f.path.rate(), 100*res.rate()/top.rate())
-	fmt.Printf("  dots stored %d, acknowledged %d   server peak RSS %.0f MiB   WAL %.0f B/message\n", stored, acked, peak,
+	fmt.Printf("  server peak RSS %.0f MiB   WAL %.0f B/message\n", peak,
 		float64(walAfter-walBefore)/float64(max(res.messages, 1)))
-	if rcv != nil {
-		fmt.Printf("  with %d active events: %d webhooks received\n", fleetEvents, rcv.hits.Load())
+	return checkStored(ctx, h, name, acct, res)
+}
+
+// checkStored fails when the account does not hold every acknowledged dot of res (and
+// the warm-up messages).
+func checkStored(ctx context.Context, h *benchharness.Harness, name string, acct int64, res *fleetResult) error {
+	stored, err := storedDots(ctx, h, acct)
+	if err != nil {
+		return err
 	}
+	stored -= int64(fleetDevices * len(fleetVariables)) // the warm-up messages
+	acked := res.messages * int64(len(fleetVariables))
+	fmt.Printf("  %s: dots stored %d, acknowledged %d\n", name, stored, acked)
 	if stored != acked {
 		return fmt.Errorf("fleet %s: %d dots stored but %d acknowledged", name, stored, acked)
 	}

@@ -504,12 +504,18 @@ func TestEventWebhookRetries(t *testing.T) {
 // its own pool (as another `serve` process), and a function that kills it.
 func eventInstance(t *testing.T) (*testenv.Client, func()) {
 	t.Helper()
+	return eventInstanceWith(t, eventConfig())
+}
+
+// eventInstanceWith is eventInstance with its own configuration.
+func eventInstanceWith(t *testing.T, cfg config.Config) (*testenv.Client, func()) {
+	t.Helper()
 	db, err := store.Open(context.Background(), env.DSN, 30*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = db.Close() })
-	return env.ServeStoppable(t, db, eventConfig())
+	return env.ServeStoppable(t, db, cfg)
 }
 
 // transitionsOf counts an instance's committed transitions (its /metrics counter).
@@ -663,6 +669,89 @@ func TestEventTwoInstancesDeliverEachTransitionOnce(t *testing.T) {
 		t.Fatalf("transitions counted by the instances %v + %v, deliveries %d", ta, tb, rows)
 	}
 	t.Logf("%d transitions, %d requests at the receiver", rows, len(hs))
+}
+
+// TestEventStaleEntryTransitionOnce: an instance evaluates a variable's writes in
+// memory over the stored state it last read or saved; another instance saves that state
+// meanwhile (an evaluation from the database after a late value it wrote: the chain of
+// the variable's writes is unbroken, but the row's version moved). The first
+// instance's next transition, found in memory over the version it knew, does not
+// commit: the event is evaluated again from the database, and the transition is
+// delivered once. Then the other instance, whose own entry missed that write (a broken
+// chain), delivers the way back to normal once, from the database.
+func TestEventStaleEntryTransitionOnce(t *testing.T) {
+	cfg := eventConfig()
+	cfg.Events.Sweep = time.Minute // no flush, no sweep: only the paths under test
+	a, _ := eventInstanceWith(t, cfg)
+	b, _ := eventInstanceWith(t, cfg)
+	tok := env.NewAccount(t)
+	a, b = a.As(tok), b.As(tok)
+	rcv := newReceiver(t)
+	postDot(t, a, "st", "v", 0, 1000)
+	evID := createEvent(t, a, map[string]any{"label": "stale", "condition": map[string]any{
+		"variable": "st.v", "operator": ">", "value": 50}, "actions": []any{webhook(rcv)}, "backToNormal": []any{webhook(rcv)}})["id"]
+	evaluations := func(c *testenv.Client, path string) float64 {
+		return metricOf(t, c, "sensorapi_event_evaluations_total", "path", path)
+	}
+	waitFor := func(what string, ok func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); !ok(); time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not after 5 s", what)
+			}
+		}
+	}
+	lastTS := func() int64 {
+		var last *int64
+		if err := env.DB.NewRaw(`SELECT s.last_ts FROM event_states s JOIN events e ON e.id = s.event_id WHERE e.public_id = ?`,
+			evID).Scan(context.Background(), &last); err != nil || last == nil {
+			return 0
+		}
+		return *last
+	}
+	postDot(t, a, "st", "v", 0, 2000) // A has no entry: from the database (saved: last 2000)
+	waitFor("A evaluates from the database", func() bool { return lastTS() == 2000 })
+	postDot(t, a, "st", "v", 0, 3000) // A: in memory, over the row saved at 2000
+	waitFor("A evaluates in memory", func() bool { return evaluations(a, "memory") >= 1 })
+	var key int64
+	if err := env.DB.NewRaw(`SELECT variable_id FROM events WHERE public_id = ?`, evID).Scan(context.Background(), &key); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("B watches the variable", func() bool { return b.Server.Events.Watches(key) })
+	postDot(t, b, "st", "v", 0, 2500) // late; B has no entry: from the database, which saves last 3000
+	waitFor("B evaluates from the database", func() bool { return lastTS() == 3000 })
+	fromDB := evaluations(a, "database")
+	postDot(t, a, "st", "v", 100, 4000) // A: a transition in memory over a version that moved
+	h := rcv.wait(t, 1, 5*time.Second)
+	rcv.quiet(t, 1, 300*time.Millisecond)
+	if s := states(t, h); s[0] != "triggered@4000" {
+		t.Fatalf("transitions %v", s)
+	}
+	if evaluations(a, "database") == fromDB {
+		t.Fatal("A's stale entry was not evaluated again from the database")
+	}
+	postDot(t, b, "st", "v", 0, 5000) // B's entry ends at 3000, the write follows 4000
+	h = rcv.wait(t, 2, 5*time.Second)
+	rcv.quiet(t, 2, 300*time.Millisecond)
+	if s := states(t, distinctHooks(h)); s[1] != "normal@5000" {
+		t.Fatalf("transitions %v", s)
+	}
+	if n := transitionsOf(t, a) + transitionsOf(t, b); n != 2 {
+		t.Fatalf("%v transitions committed, want 2", n)
+	}
+}
+
+// distinctHooks keeps the first request of each delivery id.
+func distinctHooks(hs []hook) []hook {
+	seen := map[string]bool{}
+	var out []hook
+	for _, h := range hs {
+		if !seen[h.Delivery] {
+			seen[h.Delivery] = true
+			out = append(out, h)
+		}
+	}
+	return out
 }
 
 // TestEventDeliveriesSurviveAKilledInstance: an instance whose deliveries are failing

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/riverqueue/river"
 
 	"github.com/sensordata/sensorapi/pkg/ingest"
@@ -20,93 +19,37 @@ import (
 // last value.
 func (s *Service) Mark(context.Context, pgx.Tx, []ingest.Change) error { return nil }
 
-// Committed wakes the evaluator for the variables written that have active events.
-// It never blocks: when the queue is full the sweep catches up.
+// Watches tells the pipeline which variables' writes carry their rows and chain
+// (ingest.Watcher): those with active events.
+func (s *Service) Watches(variable int64) bool { return len((*s.watched.Load())[variable]) > 0 }
+
+// Committed hands the writes of variables with active events to their evaluators:
+// in memory when they carry their rows (memory.go), else from the database. It never
+// blocks: when a queue is full the next write or the sweep catches up.
 func (s *Service) Committed(changes []ingest.Change) {
 	watched := *s.watched.Load()
-	for _, c := range changes {
-		if c.Deleted || len(watched[c.Variable]) == 0 {
+	for i := range changes {
+		c := &changes[i]
+		if len(watched[c.Variable]) == 0 {
 			continue
 		}
-		s.enqueue(c.Variable)
+		if c.Deleted || c.Values == nil {
+			s.enqueue(c.Variable)
+			continue
+		}
+		s.send(item{variable: c.Variable, change: c})
 	}
 }
 
-// enqueue queues a variable for evaluation once (a variable already queued is not
-// queued again: its evaluation will read every value committed by then).
-func (s *Service) enqueue(variable int64) {
-	s.mu.Lock()
-	if s.queued[variable] {
-		s.mu.Unlock()
-		return
-	}
-	s.queued[variable] = true
-	s.mu.Unlock()
-	select {
-	case s.queue <- variable:
-	default:
-		s.mu.Lock()
-		delete(s.queued, variable)
-		s.mu.Unlock()
-	}
-}
+// enqueue asks for the events of a variable to be evaluated from the database.
+func (s *Service) enqueue(variable int64) { s.send(item{variable: variable}) }
 
 // maxBatch bounds the events one evaluation transaction takes.
 const maxBatch = 256
 
-// evaluationLinger is how long an evaluator waits for more variables after the first:
-// at most ~100 evaluation transactions per second per evaluator under load.
+// evaluationLinger is how long an evaluator waits for more writes after the first:
+// at most ~100 rounds per second per evaluator under load.
 const evaluationLinger = 10 * time.Millisecond
-
-// evaluateLoop evaluates queued variables until ctx ends: the variables waiting are
-// taken together, and all their events evaluated in one transaction.
-func (s *Service) evaluateLoop(ctx context.Context) {
-	for {
-		var vars []int64
-		select {
-		case <-ctx.Done():
-			return
-		case v := <-s.queue:
-			vars = append(vars, v)
-		}
-		// linger a little so that under load one transaction takes many variables
-		linger := time.NewTimer(evaluationLinger)
-	more:
-		for len(vars) < maxBatch {
-			select {
-			case v := <-s.queue:
-				vars = append(vars, v)
-			case <-linger.C:
-				break more
-			case <-ctx.Done():
-				linger.Stop()
-				return
-			}
-		}
-		linger.Stop()
-		s.mu.Lock()
-		for _, v := range vars {
-			delete(s.queued, v)
-		}
-		s.mu.Unlock()
-		watched := *s.watched.Load()
-		var ids []int64
-		for _, v := range vars {
-			ids = append(ids, watched[v]...)
-		}
-		for len(ids) > 0 {
-			n := min(len(ids), maxBatch)
-			again, err := s.evaluate(ctx, ids[:n])
-			if err != nil && ctx.Err() == nil {
-				s.log.Warn("event evaluation failed; the sweep retries it", "events", n, "error", err.Error())
-			}
-			for _, v := range again {
-				s.enqueue(v)
-			}
-			ids = ids[n:]
-		}
-	}
-}
 
 // batchValues bounds the values of one event one evaluation reads; more wait for the
 // next one.
@@ -119,31 +62,41 @@ type transition struct {
 	value float64
 }
 
+// evaluated is an event's state machine after an evaluation from the database, over
+// the stored row at version.
+type evaluated struct {
+	ev      Event
+	st      State
+	version string
+}
+
 // evaluate runs the state machines of events over the values of their variables
 // committed since their last evaluation, in one transaction: read the events' states,
 // read each one's new values in timestamp order, step, save the states if no other
 // evaluation saved one meanwhile (else start again), insert each transition's
 // deliveries (rows and River jobs), commit. again lists the variables with values
-// left over.
-func (s *Service) evaluate(ctx context.Context, ids []int64) (again []int64, err error) {
+// left over; results the active events' states and versions after the commit.
+func (s *Service) evaluate(ctx context.Context, ids []int64) (again []int64, results []evaluated, err error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.QueryTimeout)
 	defer cancel()
 	fired := map[string]int{}
 	for attempt := 0; ; attempt++ {
 		err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-			return s.evaluateTx(ctx, tx, ids, fired, &again)
+			var err error
+			results, err = s.evaluateTx(ctx, tx, ids, fired, &again)
+			return err
 		})
 		if !errors.Is(err, errConflict) || attempt == 9 {
 			break
 		}
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for state, n := range fired {
 		s.metrics.transitions.WithLabelValues(state).Add(float64(n))
 	}
-	return again, nil
+	return again, results, nil
 }
 
 // errConflict: another evaluation (or a PATCH) saved one of the states since this one
@@ -151,21 +104,24 @@ func (s *Service) evaluate(ctx context.Context, ids []int64) (again []int64, err
 var errConflict = errors.New("event state changed concurrently")
 
 // evaluateTx is one attempt of evaluate, in tx.
-func (s *Service) evaluateTx(ctx context.Context, tx pgx.Tx, ids []int64, fired map[string]int, again *[]int64) error {
+func (s *Service) evaluateTx(ctx context.Context, tx pgx.Tx, ids []int64, fired map[string]int, again *[]int64) ([]evaluated, error) {
 	clear(fired)
 	*again = (*again)[:0]
 	evs, err := readEvents(ctx, tx, ids)
 	if err != nil || len(evs) == 0 {
-		return err
+		return nil, err
 	}
 	vals, err := readValues(ctx, tx, evs)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	u := stateUpdate{}
 	var deliveries []delivery
+	results := make([]evaluated, len(evs))
+	saved := map[int64]int{} // event key → index in u
 	for i := range evs {
 		e := &evs[i]
+		results[i] = evaluated{ev: *e, st: State{State: e.State, RunSince: e.RunSince, LastTS: e.LastTS}, version: e.version}
 		vs := vals[e.ID]
 		if len(vs) == 0 {
 			continue
@@ -185,16 +141,24 @@ func (s *Service) evaluateTx(ctx context.Context, tx pgx.Tx, ids []int64, fired 
 			fired[to]++
 			deliveries = append(deliveries, e.deliveries(transition{state: to, ts: v.ts, value: v.value})...)
 		}
+		saved[e.ID] = len(u.ids)
+		results[i].st = st
 		u.add(e, st, changed)
 	}
 	// Without a transition the new state is bookkeeping (last evaluated time, start
 	// of the current run) that the same values recompute: lost in a crash, they are
 	// evaluated again with the same result. Its commit need not wait for the WAL
 	// flush (nor for a synchronous standby); one with deliveries does.
-	if err := u.save(ctx, tx, len(deliveries) == 0); err != nil {
-		return err
+	versions := make([]string, len(u.ids))
+	if err := u.save(ctx, tx, len(deliveries) == 0, versions); err != nil {
+		return nil, err
 	}
-	return s.insertDeliveries(ctx, tx, deliveries)
+	for i := range results {
+		if j, ok := saved[results[i].ev.ID]; ok {
+			results[i].version = versions[j]
+		}
+	}
+	return results, s.insertDeliveries(ctx, tx, deliveries)
 }
 
 // readEvents reads the states of the active events among ids with their settings
@@ -203,7 +167,7 @@ func (s *Service) evaluateTx(ctx context.Context, tx pgx.Tx, ids []int64, fired 
 func readEvents(ctx context.Context, tx pgx.Tx, ids []int64) ([]Event, error) {
 	rows, err := tx.Query(ctx, `SELECT e.id, e.account_id, e.label, e.variable_id, e.operator, e.threshold,
 			e.duration_ms, e.actions, e.back_to_normal, s.state, s.run_since, s.last_ts, d.label, v.label,
-			s.xmin::text
+			s.xmin::text, e.xmin::text
 		FROM event_states s JOIN events e ON e.id = s.event_id
 			JOIN variables v ON v.id = e.variable_id JOIN devices d ON d.id = v.device_id
 		WHERE s.event_id = ANY($1) AND e.is_active ORDER BY s.event_id`, ids)
@@ -214,7 +178,7 @@ func readEvents(ctx context.Context, tx pgx.Tx, ids []int64) ([]Event, error) {
 		var e Event
 		var actions, back []byte
 		if err := r.Scan(&e.ID, &e.AccountID, &e.Label, &e.VariableID, &e.Operator, &e.Threshold, &e.DurationMS,
-			&actions, &back, &e.State, &e.RunSince, &e.LastTS, &e.DeviceLabel, &e.VariableLabel, &e.version); err != nil {
+			&actions, &back, &e.State, &e.RunSince, &e.LastTS, &e.DeviceLabel, &e.VariableLabel, &e.version, &e.settings); err != nil {
 			return e, err
 		}
 		if err := json.Unmarshal(actions, &e.Actions); err != nil {
@@ -286,6 +250,7 @@ func readValues(ctx context.Context, tx pgx.Tx, evs []Event) (map[int64][]value,
 type stateUpdate struct {
 	ids      []int64
 	versions []string
+	settings []string
 	states   []string
 	since    []*int64
 	last     []*int64
@@ -295,13 +260,16 @@ type stateUpdate struct {
 func (u *stateUpdate) add(e *Event, st State, changed bool) {
 	u.ids = append(u.ids, e.ID)
 	u.versions = append(u.versions, e.version)
+	u.settings = append(u.settings, e.settings)
 	u.states = append(u.states, st.State)
 	u.since = append(u.since, st.RunSince)
 	u.last = append(u.last, st.LastTS)
 	u.changed = append(u.changed, changed)
 }
 
-func (u *stateUpdate) save(ctx context.Context, tx pgx.Tx, bookkeeping bool) error {
+// save writes the states, each only over the version read, and sets versions[i] to
+// the new version of row i.
+func (u *stateUpdate) save(ctx context.Context, tx pgx.Tx, bookkeeping bool, versions []string) error {
 	if len(u.ids) == 0 {
 		return nil
 	}
@@ -309,16 +277,27 @@ func (u *stateUpdate) save(ctx context.Context, tx pgx.Tx, bookkeeping bool) err
 	if bookkeeping {
 		b.Queue("SET LOCAL synchronous_commit = off")
 	}
-	// Only rows still at the version read: a concurrent evaluation or PATCH that saved
-	// one first makes this attempt start again (errConflict). One statement per row,
+	// Only rows still at the version read, of events still active with the settings
+	// read: a concurrent evaluation or PATCH that saved one first makes this attempt
+	// start again (errConflict). One statement per row,
 	// in key order (ids are sorted), so that concurrent evaluations lock rows in the
 	// same order (an UPDATE … FROM takes them in its join's order and can deadlock).
 	for i := range u.ids {
 		b.Queue(`UPDATE event_states SET state = $2, run_since = $3, last_ts = $4,
 			changed_at = CASE WHEN $5 THEN now() ELSE changed_at END
-			WHERE event_id = $1 AND xmin::text = $6`,
-			u.ids[i], u.states[i], u.since[i], u.last[i], u.changed[i], u.versions[i]).Exec(func(ct pgconn.CommandTag) error {
-			if ct.RowsAffected() != 1 {
+			WHERE event_id = $1 AND xmin::text = $6
+			AND EXISTS (SELECT FROM events WHERE id = $1 AND is_active AND xmin::text = $7)
+			RETURNING xmin::text`,
+			u.ids[i], u.states[i], u.since[i], u.last[i], u.changed[i], u.versions[i], u.settings[i]).Query(func(rows pgx.Rows) error {
+			for rows.Next() {
+				if err := rows.Scan(&versions[i]); err != nil {
+					return err
+				}
+			}
+			if err := rows.Err(); err != nil {
+				return err
+			}
+			if versions[i] == "" {
 				return errConflict
 			}
 			return nil

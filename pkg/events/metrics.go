@@ -8,6 +8,7 @@ type metrics struct {
 	deliveries     *prometheus.CounterVec // attempts by action type and outcome
 	attemptSeconds prometheus.Histogram
 	active         prometheus.Gauge
+	evaluations    *prometheus.CounterVec // events evaluated, by path (memory, database)
 }
 
 func newMetrics(reg *prometheus.Registry, oldest func() float64) *metrics {
@@ -27,8 +28,12 @@ func newMetrics(reg *prometheus.Registry, oldest func() float64) *metrics {
 		active: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "sensorapi_event_watched_variables", Help: "Variables that have active events.",
 		}),
+		evaluations: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sensorapi_event_evaluations_total",
+			Help: "Events evaluated over new values by this instance, by path: memory (the written rows, no database work unless a state changes) or database (stored state and values).",
+		}, []string{"path"}),
 	}
-	reg.MustRegister(m.transitions, m.deliveries, m.attemptSeconds, m.active,
+	reg.MustRegister(m.transitions, m.deliveries, m.attemptSeconds, m.active, m.evaluations,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "sensorapi_event_oldest_pending_delivery_seconds",
 			Help: "Age of the oldest delivery neither delivered nor failed (0: none), read at scrape.",

@@ -39,7 +39,8 @@ type Event struct {
 	StateChangedAt *time.Time `bun:"state_changed_at,scanonly"`
 	CreatedAt      time.Time  `bun:"created_at,nullzero"`
 
-	version string // the state row's xmin, as the evaluator read it
+	version  string // the state row's xmin, as the evaluator read it
+	settings string // the events row's xmin, as the evaluator read it
 
 	VariablePublicID string `bun:"variable_public_id,scanonly"`
 	VariableLabel    string `bun:"variable_label,scanonly"`

@@ -49,9 +49,8 @@ type Service struct {
 
 	watched atomic.Pointer[map[int64][]int64] // variable key → its active events' keys
 	reload  chan struct{}
-	queue   chan int64 // variables to evaluate
-	mu      sync.Mutex
-	queued  map[int64]bool
+	shards  []*shard      // one per evaluator (memory.go)
+	epoch   atomic.Uint64 // moved when events change: the shards drop their entries
 	done    chan struct{}
 }
 
@@ -62,8 +61,10 @@ func New(d Deps) (*Service, error) {
 		cfg.QueryTimeout = 30 * time.Second
 	}
 	s := &Service{pool: d.Pool, writer: d.Writer, log: d.Log, cfg: cfg, http: newHTTPClient(cfg.WebhookAllowPrivate),
-		reload: make(chan struct{}, 1), queue: make(chan int64, 10_000), queued: map[int64]bool{},
-		done: make(chan struct{})}
+		reload: make(chan struct{}, 1), done: make(chan struct{})}
+	for range cfg.Evaluators {
+		s.shards = append(s.shards, newShard())
+	}
 	s.watched.Store(&map[int64][]int64{})
 	workers := river.NewWorkers()
 	if err := river.AddWorkerSafely(workers, &worker{s: s}); err != nil {
@@ -92,12 +93,18 @@ func New(d Deps) (*Service, error) {
 	s.river = rc
 	s.metrics = newMetrics(d.Registry, s.oldestPending)
 	d.Invalidations.On("event", func(cache.Invalidation) { s.Reload() })
+	// a device or variable relabelled: the evaluators' entries hold the labels that
+	// templates show; read them again
+	d.Invalidations.On("device", func(cache.Invalidation) { s.epoch.Add(1) })
+	d.Invalidations.On("variable", func(cache.Invalidation) { s.epoch.Add(1) })
 	return s, nil
 }
 
 // Reload asks for the set of watched variables to be read again (an event changed, or
-// notifications may have been missed). It never blocks.
+// notifications may have been missed), and for the evaluators to read their events
+// again. It never blocks.
 func (s *Service) Reload() {
+	s.epoch.Add(1)
 	select {
 	case s.reload <- struct{}{}:
 	default:
@@ -107,6 +114,7 @@ func (s *Service) Reload() {
 // Refresh reads the watched variables now (after an event was written through this
 // instance); on failure the sweep does it later.
 func (s *Service) Refresh(ctx context.Context) {
+	s.epoch.Add(1)
 	if err := s.load(ctx); err != nil {
 		s.log.Warn("read watched variables; the sweep retries", "error", err.Error())
 	}
@@ -123,8 +131,8 @@ func (s *Service) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	var started atomic.Bool
 	wg.Go(func() { started.Store(s.startDeliveries(ctx)) })
-	for range s.cfg.Evaluators {
-		wg.Go(func() { s.evaluateLoop(ctx) })
+	for _, sh := range s.shards {
+		wg.Go(func() { s.shardLoop(ctx, sh) })
 	}
 	wg.Go(func() { s.sweepLoop(ctx) })
 	<-ctx.Done()
@@ -207,23 +215,34 @@ func (s *Service) load(ctx context.Context) error {
 	return nil
 }
 
-// sweep reloads the watched set and queues variables with unevaluated values.
+// sweepGrace is how long after its last value moved a variable written through the
+// pipeline is left to the instance that wrote it (which evaluates it in memory and
+// saves its bookkeeping every flushEvery) before the sweep of any instance looks at it.
+// A synthetic variable's values do not go through the pipeline: the sweep is what
+// evaluates them, at once.
+func (s *Service) sweepGrace() time.Duration { return 3 * s.flushEvery() }
+
+// sweep reloads the watched set and hands the evaluators the variables with values
+// newer than their events' stored last evaluated one; each evaluator evaluates from
+// the database those whose entry has not reached the variable's last value.
 func (s *Service) sweep(ctx context.Context) error {
 	if err := s.load(ctx); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.QueryTimeout)
 	defer cancel()
-	rows, err := s.pool.Query(ctx, `SELECT DISTINCT e.variable_id
+	rows, err := s.pool.Query(ctx, `SELECT e.variable_id, max((extract(epoch FROM v.last_value_ts) * 1000)::bigint)
 		FROM events e JOIN event_states s ON s.event_id = e.id JOIN variables v ON v.id = e.variable_id
 		WHERE e.is_active AND v.last_value_ts IS NOT NULL
-		AND (extract(epoch FROM v.last_value_ts) * 1000)::bigint > coalesce(s.last_ts, -1)`)
+		AND (extract(epoch FROM v.last_value_ts) * 1000)::bigint > coalesce(s.last_ts, -1)
+		AND (v.synthetic_expression <> '' OR v.last_value_created < now() - $1::interval)
+		GROUP BY e.variable_id`, s.sweepGrace())
 	if err != nil {
 		return fmt.Errorf("sweep events: %w", err)
 	}
-	var v int64
-	_, err = pgx.ForEachRow(rows, []any{&v}, func() error {
-		s.enqueue(v)
+	var v, last int64
+	_, err = pgx.ForEachRow(rows, []any{&v, &last}, func() error {
+		s.send(item{variable: v, sweep: true, last: last})
 		return nil
 	})
 	return err

@@ -3,15 +3,19 @@
 //
 // The state machine of an event lives in a row of event_states. Every committed write
 // of values through the one ingestion pipeline (HTTP, MQTT, set_variable and mqtt
-// actions) tells the instance that wrote it (ingest.Follower), and a sweep catches up
-// whatever no instance was told (synthetic values, lost wake-ups); the evaluator then,
-// in one transaction for all the events of the variables waiting, reads their states
-// with their versions, reads each variable's values newer than the last one evaluated
-// in timestamp order, steps the state machines, saves each state only over the version
-// it read (else starts again) and inserts the deliveries of each transition (rows of
-// event_deliveries and their River jobs) before it commits. So a state change and its
-// deliveries commit together, and however many instances evaluate, each transition's
-// actions are enqueued once. River then runs each delivery at least once, with retries.
+// actions) hands the instance that wrote it the rows written and their place in the
+// variable's chain of writes (ingest.Follower, ingest.Watcher); its evaluator steps the
+// events' state machines over them in memory when the chain continues from what it last
+// evaluated (memory.go), and touches the database only to save a transition — over the
+// row's version it extends, with the transition's deliveries (rows of event_deliveries
+// and their River jobs) in the same transaction — and, periodically, the bookkeeping
+// (last value evaluated, current run), also over the version. Anything else (a broken
+// chain, a conflict, no entry yet, the sweep's catch-up of what no instance was told:
+// synthetic values, lost wake-ups) is evaluated from the database: the stored state with
+// its version, then the variable's values newer than its last evaluated one in timestamp
+// order, saved over that version (else again). So a state change and its deliveries
+// commit together, and however many instances evaluate, each transition's actions are
+// enqueued once. River then runs each delivery at least once, with retries.
 package events
 
 import "strconv"

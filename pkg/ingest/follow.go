@@ -9,10 +9,34 @@ import (
 
 // Change is what one committed write did to one variable's values: it wrote (or, when
 // Deleted, removed) values with timestamps in [From, To] (Unix ms).
+//
+// For a variable a follower watches (Watcher), a write through the pipeline also
+// carries its rows and the chain it belongs to: Values are the rows written, oldest
+// first, and Prev the variable's newest timestamp before this write (HasPrev false: it
+// held no value), read under the lock of the variable's row that every write of its
+// values takes until it commits. So the writes of one variable, on any instance, form
+// a chain in commit order: each one's Prev is the newest timestamp of all the values
+// committed before it (those of a delete aside: a Deleted change breaks the chain).
 type Change struct {
 	Variable int64
 	From, To int64
 	Deleted  bool
+	Prev     int64
+	HasPrev  bool
+	Values   []Point // nil unless watched
+}
+
+// Point is one written value: its timestamp (Unix ms) and number.
+type Point struct {
+	TS    int64
+	Value float64
+}
+
+// Watcher is a Follower that needs the rows and the chain (Change.Values, Prev) of the
+// writes of some variables. Watches must be cheap (an in-memory set): it runs for
+// every variable of every batch.
+type Watcher interface {
+	Watches(variable int64) bool
 }
 
 // Follower reacts to values as they are written: derived series (pkg/synthetic) and
@@ -29,15 +53,51 @@ type Follower interface {
 	Committed(changes []Change)
 }
 
-// changesOf summarises rows sorted by (variable, ts) as one Change per variable.
-func changesOf(rows []row) []Change {
+// changesOf summarises rows sorted by (variable, ts) as one Change per variable; the
+// variables in prev (watched ones, with their newest timestamp before the write, or
+// nil) carry their rows and Prev.
+func changesOf(rows []row, prev map[int64]*int64) []Change {
 	var out []Change
+	var points []Point // the watched variables' rows, each one's a slice of it
+	if len(prev) > 0 {
+		points = make([]Point, 0, len(rows))
+	}
+	first := 0 // the first row of the current variable
 	for i, r := range rows {
 		if i == 0 || rows[i-1].variable != r.variable {
 			out = append(out, Change{Variable: r.variable, From: r.ts, To: r.ts})
+			first = len(points)
+		} else {
+			out[len(out)-1].To = r.ts
+		}
+		p, ok := prev[r.variable]
+		if !ok {
 			continue
 		}
-		out[len(out)-1].To = r.ts
+		points = append(points, Point{TS: r.ts, Value: r.value}) // within its capacity: never moved
+		c := &out[len(out)-1]
+		c.Values = points[first:len(points):len(points)]
+		if p != nil {
+			c.Prev, c.HasPrev = *p, true
+		}
+	}
+	return out
+}
+
+// watched lists the distinct variables of rows (sorted by variable) that a follower
+// watches, in key order.
+func (s *Store) watched(rows []row) []int64 {
+	var out []int64
+	for i, r := range rows {
+		if i > 0 && rows[i-1].variable == r.variable {
+			continue
+		}
+		for _, f := range s.Followers {
+			if w, ok := f.(Watcher); ok && w.Watches(r.variable) {
+				out = append(out, r.variable)
+				break
+			}
+		}
 	}
 	return out
 }

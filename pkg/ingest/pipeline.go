@@ -476,10 +476,11 @@ func (p *Pipeline) writeJobs(ctx context.Context, jobs []*job) (written, error) 
 			return err
 		}
 		var err error
-		if w.moved, err = writeRows(ctx, tx, rows, t); err != nil {
+		var prev map[int64]*int64
+		if w.moved, prev, err = writeRows(ctx, tx, rows, t, p.store.watched(rows)); err != nil {
 			return err
 		}
-		w.changes = changesOf(rows)
+		w.changes = changesOf(rows, prev)
 		return p.store.mark(ctx, tx, w.changes)
 	})
 	if err == nil && p.store.Written != nil {

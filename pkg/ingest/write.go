@@ -315,8 +315,9 @@ var errStale = errors.New("device or variable changed since it was resolved")
 // writeRows upserts the values, moves lastValue/lastActivity of the variables and
 // devices and updates the rollup tiers: one round trip. It returns the notification
 // payloads of the variables whose lastValue moved, for notifyLastValues once the
-// transaction has committed.
-func writeRows(ctx context.Context, tx pgx.Tx, rows []row, t targets) ([]string, error) {
+// transaction has committed, and for the watched variables (sorted keys) their newest
+// timestamp before this write (nil: none), read under their rows' lock (Change.Prev).
+func writeRows(ctx context.Context, tx pgx.Tx, rows []row, t targets, watched []int64) ([]string, map[int64]*int64, error) {
 	n := len(rows)
 	vars, ts, vals := make([]int64, n), make([]time.Time, n), make([]float64, n)
 	ctxs := make([]*string, n)
@@ -336,6 +337,7 @@ func writeRows(ctx context.Context, tx pgx.Tx, rows []row, t targets) ([]string,
 	// (see tiers.go). A batch owns its queued queries, so each gets new ones.
 	var devicesSeen, varsSeen int64
 	var moved []string
+	var prev map[int64]*int64
 	batch := func(valuesSQL string, tiles []*pgx.QueuedQuery) []*pgx.QueuedQuery {
 		varsSeen, moved = 0, moved[:0]
 		b := &pgx.Batch{}
@@ -349,6 +351,22 @@ func writeRows(ctx context.Context, tx pgx.Tx, rows []row, t targets) ([]string,
 			devicesSeen = ct.RowsAffected()
 			return nil
 		})
+		if len(watched) > 0 {
+			// the newest timestamp before this write, under the lock lastValueSQL takes
+			// anyway (same mode, key order): the chain of the variable's writes
+			b.Queue(prevValueSQL, watched).Query(func(rows pgx.Rows) error {
+				prev = make(map[int64]*int64, len(watched))
+				for rows.Next() {
+					var id int64
+					var ts *int64
+					if err := rows.Scan(&id, &ts); err != nil {
+						return err
+					}
+					prev[id] = ts
+				}
+				return rows.Err()
+			})
+		}
 		b.Queue(lastValueSQL, lv.vars, lv.labels, lv.ts, lv.vals, lv.ctxs).Query(func(rows pgx.Rows) error {
 			var err error
 			moved, varsSeen, err = movedPayloads(rows)
@@ -367,18 +385,23 @@ func writeRows(ctx context.Context, tx pgx.Tx, rows []row, t targets) ([]string,
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && pe.Code == "23505" {
 		if _, rerr := tx.Exec(ctx, "ROLLBACK TO SAVEPOINT fast_insert"); rerr != nil {
-			return nil, fmt.Errorf("write values: %w", rerr)
+			return nil, nil, fmt.Errorf("write values: %w", rerr)
 		}
 		err = sendBatch(ctx, tx, batch(upsertValuesSQL, recomputeQueries(rows)))
 	}
 	if err != nil {
-		return nil, fmt.Errorf("write values: %w", err)
+		return nil, nil, fmt.Errorf("write values: %w", err)
 	}
 	if devicesSeen != int64(len(devIDs)) || varsSeen != int64(len(lv.vars)) {
-		return nil, errStale
+		return nil, nil, errStale
 	}
-	return moved, nil
+	return moved, prev, nil
 }
+
+// prevValueSQL locks the variables' rows (as lastValueSQL does, in key order) and
+// reads their newest timestamps before the write.
+const prevValueSQL = `SELECT id, (extract(epoch FROM last_value_ts) * 1000)::bigint FROM variables
+WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE`
 
 // sortedDevices returns the distinct devices by ascending key (the lock order).
 func sortedDevices(devices []ref) ([]int64, []string) {

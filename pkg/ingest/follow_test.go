@@ -1,0 +1,34 @@
+package ingest
+
+import (
+	"slices"
+	"testing"
+)
+
+// TestChangesOfWatched: one change per variable; the watched ones (in prev) carry
+// their rows, oldest first, and the newest timestamp before the write.
+func TestChangesOfWatched(t *testing.T) {
+	rows := []row{{variable: 1, ts: 10, value: 1}, {variable: 1, ts: 20, value: 2},
+		{variable: 2, ts: 5, value: 3}, {variable: 3, ts: 7, value: 4}, {variable: 3, ts: 8, value: 5}}
+	last := int64(9)
+	got := changesOf(rows, map[int64]*int64{1: &last, 3: nil})
+	if len(got) != 3 {
+		t.Fatalf("%d changes", len(got))
+	}
+	if c := got[0]; c.Variable != 1 || c.From != 10 || c.To != 20 || !c.HasPrev || c.Prev != 9 ||
+		!slices.Equal(c.Values, []Point{{10, 1}, {20, 2}}) {
+		t.Fatalf("variable 1: %+v", c)
+	}
+	if c := got[1]; c.Variable != 2 || c.Values != nil || c.HasPrev {
+		t.Fatalf("variable 2 (not watched): %+v", c)
+	}
+	if c := got[2]; c.Variable != 3 || c.HasPrev || !slices.Equal(c.Values, []Point{{7, 4}, {8, 5}}) {
+		t.Fatalf("variable 3 (no value before): %+v", c)
+	}
+	if cap(got[0].Values) != 2 {
+		t.Fatal("a change's values may be appended over the next one's")
+	}
+	if plain := changesOf(rows, nil); plain[0].Values != nil || len(plain) != 3 {
+		t.Fatalf("unwatched: %+v", plain)
+	}
+}
