@@ -1,0 +1,52 @@
+-- Packed days read in slices (issue 32): a read that needs a few minutes of a packed
+-- day (a range edge inside it: the raw edges and the minute spans of the tiers, which
+-- packed days lack) unnested the whole day, 8,640 dots at 10 s, and dropped all but
+-- the few it needed. Each packed row now keeps the bounds of its timestamp residuals,
+-- ts_rmin ≤ ts_r[i] ≤ ts_rmax, so that a reader knows, from the row alone, which
+-- positions can hold a timestamp in [first, last]:
+--   ts(i) ≥ first needs (i − 1) · ts_step + ts_rmax ≥ first − ts_base
+--   ts(i) ≤ last  needs (i − 1) · ts_step + ts_rmin ≤ last − ts_base
+-- and unnests only that slice of the arrays (still checking every dot's timestamp
+-- against the bounds: the slice is a superset, widened by one position at each end
+-- against rounding). A regular series has residuals of a few ms at most, so the slice
+-- is the minutes asked for; an irregular day (gaps, bursts) has wider bounds and a
+-- wider slice, never a wrong one. NULL bounds (none here after the update below) read
+-- the whole day.
+ALTER TABLE values_packed ADD COLUMN ts_rmin integer, ADD COLUMN ts_rmax integer;
+
+--bun:split
+
+UPDATE values_packed SET (ts_rmin, ts_rmax) = (SELECT min(r), max(r) FROM unnest(ts_r) AS r);
+
+--bun:split
+
+-- packed_dots as before (sql/20261126300001_values_packed.up.sql), reading the slice
+-- [lo, hi] of each day's arrays. lo and hi are float8 arithmetic on whole milliseconds
+-- (exact far beyond a day's range) clamped to [1, n + 1] and [0, n] before the cast
+-- (±infinity bounds: the whole day or nothing); the positions come from
+-- generate_series beside the two unnests (ROWS FROM zips them), so a dot costs what it
+-- cost before. Still inlined into the caller: every expression is per packed row.
+CREATE OR REPLACE FUNCTION packed_dots(first timestamptz, last timestamptz)
+RETURNS TABLE (variable_id bigint, ts timestamptz, value double precision, context jsonb, created_at timestamptz)
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
+    SELECT p.variable_id, d.ts, d.value, p.context -> d.i::text,
+           p.created_base + ((d.i - 1) * p.created_step + p.created_r[d.i]) * INTERVAL '1 ms'
+    FROM values_packed p
+    CROSS JOIN LATERAL (
+        SELECT CASE WHEN p.ts_step > 0 AND p.ts_rmax IS NOT NULL
+                    THEN greatest(1, least(p.n + 1,
+                         floor(((date_part('epoch', first) - date_part('epoch', p.ts_base)) * 1000 - p.ts_rmax) / p.ts_step)))::int
+                    ELSE 1 END AS lo,
+               CASE WHEN p.ts_step > 0 AND p.ts_rmin IS NOT NULL
+                    THEN greatest(0, least(p.n,
+                         floor(((date_part('epoch', last) - date_part('epoch', p.ts_base)) * 1000 - p.ts_rmin) / p.ts_step) + 2))::int
+                    ELSE p.n END AS hi
+    ) s
+    CROSS JOIN LATERAL (
+        SELECT p.ts_base + ((u.i - 1) * p.ts_step + u.r) * INTERVAL '1 ms' AS ts, u.value, u.i
+        FROM ROWS FROM (unnest(p.ts_r[s.lo:s.hi]), unnest(p.value[s.lo:s.hi]), generate_series(s.lo, s.hi)) AS u(r, value, i)
+    ) d
+    WHERE first <= last
+      AND p.day >= time_bucket(INTERVAL '1 day', first) AND p.day <= last
+      AND d.ts >= first AND d.ts <= last
+$$;
