@@ -30,7 +30,9 @@ func Day(t time.Time) time.Time { return t.UTC().Truncate(24 * time.Hour) }
 // packDaySQL moves one (variable, day)'s rows ($1, $2) into one packed row. Each
 // timestamp is stored as its residual from the straight line through the day's first
 // and last (ms): a regular series stores zeros, which lz4 reduces to almost nothing.
-// created_at is kept rounded to the millisecond, as the API shows it. The line is one
+// created_at is kept rounded to the millisecond, as the API shows it. The residuals'
+// bounds (ts_rmin, ts_rmax) let readers unnest only the positions that can hold the
+// minutes they need (sql/20261127300001_packed_slices.up.sql). The line is one
 // aggregate (MATERIALIZED: computed once, not per dot), the arrays one sort by
 // timestamp, and the arithmetic float8 (exact here: whole milliseconds within a day,
 // or between two created_at, are far inside a double's 53 bits): 14 ms for a day at
@@ -46,15 +48,21 @@ const packDaySQL = `WITH moved AS (
            CASE WHEN n > 1 THEN round(date_part('epoch', created_last - created_base) * 1000 / (n - 1))::bigint ELSE 0 END AS created_step
     FROM (SELECT count(*) AS n, min(ts) AS ts_base, max(ts) AS ts_last,
                  first(created, ts) AS created_base, last(created, ts) AS created_last FROM moved) a
+), residuals AS (
+    SELECT d.i, d.value, d.context,
+           (round(date_part('epoch', d.ts - l.ts_base) * 1000) - (d.i - 1) * l.ts_step)::int AS r,
+           (round(date_part('epoch', d.created - l.created_base) * 1000) - (d.i - 1) * l.created_step)::bigint AS created_r
+    FROM dots d CROSS JOIN line l
 )
-INSERT INTO values_packed (variable_id, day, n, ts_base, ts_step, ts_r, value, created_base, created_step, created_r, context)
+INSERT INTO values_packed (variable_id, day, n, ts_base, ts_step, ts_r, ts_rmin, ts_rmax, value, created_base, created_step,
+                           created_r, context)
 SELECT $1, $2, any_value(l.n), any_value(l.ts_base), any_value(l.ts_step),
-       array_agg((round(date_part('epoch', d.ts - l.ts_base) * 1000) - (d.i - 1) * l.ts_step)::int ORDER BY d.i),
+       array_agg(d.r ORDER BY d.i), min(d.r), max(d.r),
        array_agg(d.value ORDER BY d.i),
        any_value(l.created_base), any_value(l.created_step),
-       array_agg((round(date_part('epoch', d.created - l.created_base) * 1000) - (d.i - 1) * l.created_step)::bigint ORDER BY d.i),
+       array_agg(d.created_r ORDER BY d.i),
        jsonb_object_agg(d.i, d.context) FILTER (WHERE d.context IS NOT NULL)
-FROM dots d CROSS JOIN line l
+FROM residuals d CROSS JOIN line l
 HAVING count(*) > 0`
 
 // PackDay packs one (variable, day) in a transaction of its own, under the variable's
