@@ -114,7 +114,7 @@ var unpackSQL = []string{
 SELECT x.variable_id, x.ts, x.value, x.context, x.created_at
 FROM values_packed p
 JOIN (SELECT DISTINCT * FROM unnest($1::bigint[], $2::timestamptz[])) AS w(variable_id, day) ON p.variable_id = w.variable_id AND p.day = w.day
-CROSS JOIN LATERAL packed_values(ARRAY[p.variable_id], p.day, p.day + INTERVAL '1 day' - INTERVAL '1 microsecond') x`,
+CROSS JOIN LATERAL packed_rows(ARRAY[p.variable_id], p.day, p.day + INTERVAL '1 day' - INTERVAL '1 microsecond') x`,
 	`INSERT INTO ` + tiers.All[0].Table + ` (` + tileColumns + `)
 SELECT t.* FROM values_packed p
 JOIN (SELECT DISTINCT * FROM unnest($1::bigint[], $2::timestamptz[])) AS w(variable_id, day) ON p.variable_id = w.variable_id AND p.day = w.day

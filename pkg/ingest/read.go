@@ -102,7 +102,7 @@ FROM (
      WHERE variable_id = $1 AND ts BETWEEN $2 AND $3 ORDER BY ts DESC LIMIT $4::bigint + $5::bigint)
     UNION ALL
     SELECT ts, value, context, created_at
-    FROM packed_values(ARRAY[$1::bigint], greatest($2, packed_newest_day($1, $4::bigint + $5::bigint, $3)), $3)
+    FROM packed_rows(ARRAY[$1::bigint], greatest($2, packed_newest_day($1, $4::bigint + $5::bigint, $3)), $3)
 ) x
 ORDER BY ts DESC OFFSET $4 LIMIT $5`
 
@@ -156,7 +156,7 @@ SET (last_value, last_value_ts, last_value_context, last_value_created) = (
         (SELECT value, ts, context, created_at FROM "values" WHERE variable_id = $1 ORDER BY ts DESC LIMIT 1)
         UNION ALL
         (SELECT value, ts, context, created_at
-         FROM packed_values(ARRAY[$1::bigint], packed_newest_day($1, 1, 'infinity'), 'infinity')
+         FROM packed_rows(ARRAY[$1::bigint], packed_newest_day($1, 1, 'infinity'), 'infinity')
          ORDER BY ts DESC LIMIT 1)
     ) x ORDER BY ts DESC LIMIT 1)
 WHERE id = $1`

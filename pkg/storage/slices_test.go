@@ -91,9 +91,11 @@ func TestPackedDotsReadSlicesExactly(t *testing.T) {
 		t.Fatalf("%d packed days with residual bounds, want %d", n, len(shapes))
 	}
 
-	read := func(first, last time.Time) []stored {
+	// both readers: packed_values (created_at by subscript) and packed_rows (created_r
+	// unnested in the slice)
+	read := func(fn string, first, last time.Time) []stored {
 		rows, err := env.DB.Pool.Query(ctx, `SELECT ts, value, coalesce(context::text, ''), created_at
-			FROM packed_values(ARRAY[$1::bigint], $2, $3) ORDER BY ts`, s.VariableKey, first, last)
+			FROM `+fn+`(ARRAY[$1::bigint], $2, $3) ORDER BY ts`, s.VariableKey, first, last)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -135,14 +137,16 @@ func TestPackedDotsReadSlicesExactly(t *testing.T) {
 					exp = append(exp, x)
 				}
 			}
-			got := read(first, last)
-			if len(got) != len(exp) {
-				t.Fatalf("%s [%s, %s]: %d dots, want %d", what, first.Format(time.RFC3339Nano), last.Format(time.RFC3339Nano), len(got), len(exp))
-			}
-			for i := range got {
-				if g, w := got[i], exp[i]; !g.TS.Equal(w.TS) || math.Float64bits(g.Value) != math.Float64bits(w.Value) ||
-					g.Context != w.Context || !g.Created.Equal(w.Created) {
-					t.Fatalf("%s [%s, %s] dot %d: %+v, want %+v", what, first.Format(time.RFC3339Nano), last.Format(time.RFC3339Nano), i, g, w)
+			for _, fn := range []string{"packed_values", "packed_rows"} {
+				got := read(fn, first, last)
+				if len(got) != len(exp) {
+					t.Fatalf("%s %s [%s, %s]: %d dots, want %d", what, fn, first.Format(time.RFC3339Nano), last.Format(time.RFC3339Nano), len(got), len(exp))
+				}
+				for i := range got {
+					if g, w := got[i], exp[i]; !g.TS.Equal(w.TS) || math.Float64bits(g.Value) != math.Float64bits(w.Value) ||
+						g.Context != w.Context || !g.Created.Equal(w.Created) {
+						t.Fatalf("%s %s [%s, %s] dot %d: %+v, want %+v", what, fn, first.Format(time.RFC3339Nano), last.Format(time.RFC3339Nano), i, g, w)
+					}
 				}
 			}
 		}

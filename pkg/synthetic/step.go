@@ -77,7 +77,7 @@ SET (last_value, last_value_ts, last_value_context, last_value_created) =
     (SELECT value, ts, context, created_at FROM (
         (SELECT value, ts, context, created_at FROM "values" WHERE variable_id = v.id ORDER BY ts DESC LIMIT 1)
         UNION ALL
-        (SELECT value, ts, context, created_at FROM packed_values(ARRAY[v.id], packed_newest_day(v.id, 1, 'infinity'), 'infinity')
+        (SELECT value, ts, context, created_at FROM packed_rows(ARRAY[v.id], packed_newest_day(v.id, 1, 'infinity'), 'infinity')
          ORDER BY ts DESC LIMIT 1)
     ) newest ORDER BY ts DESC LIMIT 1),
     last_activity = now()
