@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"slices"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -168,37 +166,12 @@ func collectionValue(ts int64, i int) float64 { return float64((ts+int64(i))%100
 // all of them, in the same order: no deadlock in the floor), at timestamps of its own:
 // collectionsPoints milliseconds from base + k·collectionsPoints, base ten minutes ago.
 func runRequests(ctx context.Context, d time.Duration, n int, send func(ctx context.Context, first int, ts int64) error) *fleetResult {
-	var (
-		res   fleetResult
-		k     atomic.Int64
-		mu    sync.Mutex
-		wg    sync.WaitGroup
-		base  = time.Now().Add(-10 * time.Minute).UnixMilli()
-		until = time.Now().Add(d)
-	)
-	start := time.Now()
-	for range collectionsClients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var lat []time.Duration
-			for time.Now().Before(until) && ctx.Err() == nil {
-				i := k.Add(1)
-				t0 := time.Now()
-				if err := send(ctx, int(i%int64(n/collectionsBlock))*collectionsBlock, base+i*collectionsPoints); err != nil {
-					atomic.AddInt64(&res.errors, 1)
-					continue
-				}
-				lat = append(lat, time.Since(t0))
-			}
-			mu.Lock()
-			res.latencies = append(res.latencies, lat...)
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
-	res.elapsed = time.Since(start)
-	res.messages = int64(len(res.latencies))
-	slices.Sort(res.latencies)
-	return &res
+	var k atomic.Int64
+	base := time.Now().Add(-10 * time.Minute).UnixMilli()
+	return runTimed(ctx, collectionsClients, d, func(int) func(context.Context) error {
+		return func(ctx context.Context) error {
+			i := k.Add(1)
+			return send(ctx, int(i%int64(n/collectionsBlock))*collectionsBlock, base+i*collectionsPoints)
+		}
+	})
 }

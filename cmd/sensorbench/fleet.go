@@ -312,23 +312,37 @@ var fleetTS atomic.Int64
 // runFleet runs workers sending messages to random-ish devices for d; each message
 // carries a timestamp no other message has.
 func runFleet(ctx context.Context, workers int, d time.Duration, send func(ctx context.Context, w, dev int, ts int64) error) *fleetResult {
+	fleetTS.CompareAndSwap(0, time.Now().Add(-time.Hour).UnixMilli())
+	return runTimed(ctx, workers, d, func(w int) func(context.Context) error {
+		dev := w
+		return func(ctx context.Context) error {
+			err := send(ctx, w, dev, fleetTS.Add(1))
+			dev = (dev + workers + 1) % fleetDevices
+			return err
+		}
+	})
+}
+
+// runTimed runs workers for d, each calling its own request function (made by
+// worker(w)) one call after the other, and collects the latencies of the calls that
+// succeeded.
+func runTimed(ctx context.Context, workers int, d time.Duration, worker func(w int) func(context.Context) error) *fleetResult {
 	var (
 		res   fleetResult
 		mu    sync.Mutex
 		wg    sync.WaitGroup
 		until = time.Now().Add(d)
 	)
-	fleetTS.CompareAndSwap(0, time.Now().Add(-time.Hour).UnixMilli())
 	start := time.Now()
 	for w := range workers {
 		wg.Add(1)
+		do := worker(w)
 		go func() {
 			defer wg.Done()
 			var lat []time.Duration
-			for dev := w; time.Now().Before(until) && ctx.Err() == nil; dev = (dev + workers + 1) % fleetDevices {
-				ts := fleetTS.Add(1)
+			for time.Now().Before(until) && ctx.Err() == nil {
 				t0 := time.Now()
-				if err := send(ctx, w, dev, ts); err != nil {
+				if err := do(ctx); err != nil {
 					atomic.AddInt64(&res.errors, 1)
 					continue
 				}

@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -254,9 +255,9 @@ type querier interface {
 func dedupe(rows []row) []row {
 	slices.SortStableFunc(rows, func(a, b row) int {
 		if a.variable != b.variable {
-			return cmpInt(a.variable, b.variable)
+			return cmp.Compare(a.variable, b.variable)
 		}
-		return cmpInt(a.ts, b.ts)
+		return cmp.Compare(a.ts, b.ts)
 	})
 	out := rows[:0]
 	for i, r := range rows {
@@ -266,16 +267,6 @@ func dedupe(rows []row) []row {
 		out = append(out, r)
 	}
 	return out
-}
-
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // ref is a device or variable as resolved: its key and the label it was found by.
@@ -405,7 +396,7 @@ WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE`
 
 // sortedDevices returns the distinct devices by ascending key (the lock order).
 func sortedDevices(devices []ref) ([]int64, []string) {
-	slices.SortFunc(devices, func(a, b ref) int { return cmpInt(a.id, b.id) })
+	slices.SortFunc(devices, func(a, b ref) int { return cmp.Compare(a.id, b.id) })
 	devices = slices.CompactFunc(devices, func(a, b ref) bool { return a.id == b.id })
 	ids, labels := make([]int64, len(devices)), make([]string, len(devices))
 	for i, d := range devices {

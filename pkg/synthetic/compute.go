@@ -175,24 +175,6 @@ SELECT ?::bigint, c.ts, c.value FROM (
 	return ingest.RetileRange(ctx, exec, d.Key, from, to)
 }
 
-// lastValueSQL recomputes a variable's lastValue from its values (rows and packed
-// days) and returns the
-// last-value notification (ingest's payload) when it moved, else NULL.
-const lastValueSQL = `UPDATE variables v
-SET (last_value, last_value_ts, last_value_context, last_value_created) =
-    (SELECT value, ts, context, created_at FROM (
-        (SELECT value, ts, context, created_at FROM "values" WHERE variable_id = v.id ORDER BY ts DESC LIMIT 1)
-        UNION ALL
-        (SELECT value, ts, context, created_at FROM packed_rows(ARRAY[v.id], packed_newest_day(v.id, 1, 'infinity'), 'infinity')
-         ORDER BY ts DESC LIMIT 1)
-    ) newest ORDER BY ts DESC LIMIT 1),
-    last_activity = now()
-FROM devices d, (SELECT last_value AS value, last_value_ts AS ts FROM variables WHERE id = $1) o
-WHERE v.id = $1 AND d.id = v.device_id
-RETURNING CASE WHEN v.last_value_ts IS NOT NULL AND (v.last_value_ts IS DISTINCT FROM o.ts OR v.last_value IS DISTINCT FROM o.value) THEN
-    jsonb_build_object('a', v.account_id, 'd', d.label, 'v', v.label, 'value', v.last_value,
-        'ts', (extract(epoch FROM v.last_value_ts) * 1000)::bigint, 'c', '{}'::jsonb)::text END`
-
 // LastValue recomputes the variable's lastValue; payload is the last-value
 // notification to send once committed ("" when it did not move).
 func LastValue(ctx context.Context, tx Tx, key int64) (payload string, err error) {
@@ -205,7 +187,7 @@ func LastValue(ctx context.Context, tx Tx, key int64) (payload string, err error
 			payload = *p
 		}
 		return nil
-	}, lastValueSQL, key)
+	}, lastValuesSQL, []int64{key})
 	if err != nil {
 		return "", fmt.Errorf("synthetic %d: last value: %w", key, err)
 	}

@@ -1,6 +1,7 @@
 package synthetic
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -70,8 +71,9 @@ const minutesPerDay = 24 * 60
 // its ranges (two statements per tier) rather than tile by tile.
 const maxTilePoints = 20000
 
-// lastValuesSQL is lastValueSQL for many variables: one row per variable whose last
-// value moved, with its notification.
+// lastValuesSQL recomputes the lastValue of the variables $1 from their values (rows
+// and packed days): a row per variable, with its last-value notification (ingest's
+// payload) when it moved, else NULL.
 const lastValuesSQL = `UPDATE variables v
 SET (last_value, last_value_ts, last_value_context, last_value_created) =
     (SELECT value, ts, context, created_at FROM (
@@ -232,7 +234,7 @@ func (u *Upkeep) step(ctx context.Context, only []int64) (res *stepResult, err e
 		if len(res.jobs) == 0 {
 			return nil
 		}
-		slices.SortFunc(res.jobs, func(a, b *job) int { return compareInt(a.key, b.key) })
+		slices.SortFunc(res.jobs, func(a, b *job) int { return cmp.Compare(a.key, b.key) })
 		var err2 error
 		res.payloads, err2 = u.recompute(ctx, tx, res.jobs)
 		return err2
@@ -241,16 +243,6 @@ func (u *Upkeep) step(ctx context.Context, only []int64) (res *stepResult, err e
 		err = fmt.Errorf("synthetic variable %d: %w", res.jobs[0].key, err)
 	}
 	return res, err
-}
-
-func compareInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // recompute brings the jobs' variables up to date in tx (see the top of this file).
