@@ -24,8 +24,7 @@ res AS (
     WHERE d.account_id = ? AND r.variable_id = '' AND d.label = r.device_label AND v.label = r.variable_label
 ) v ON true
 ),
-pct AS (
-  SELECT DISTINCT ON (variable_id) * FROM (
+pct_rows AS MATERIALIZED (
     SELECT ids.id AS variable_id,
            percentile_cont(ARRAY[0.75, 0.25]::float8[]) WITHIN GROUP (ORDER BY x.value) AS pct
     FROM (
@@ -52,7 +51,8 @@ pct AS (
     JOIN "values" x ON x.variable_id = ids.id AND x.ts BETWEEN ? AND ?
     WHERE NOT EXISTS (SELECT FROM values_packed WHERE day >= time_bucket(INTERVAL '1 day', ?::timestamptz) AND day <= ?)
     GROUP BY ids.id
-    UNION ALL
+),
+pct_packed AS MATERIALIZED (
     SELECT ids.id AS variable_id,
            percentile_cont(ARRAY[0.75, 0.25]::float8[]) WITHIN GROUP (ORDER BY x.value) AS pct
     FROM (
@@ -80,7 +80,9 @@ pct AS (
         UNION ALL SELECT value FROM packed_dots(?, ?) WHERE variable_id = ids.id) x ON true
     WHERE EXISTS (SELECT FROM values_packed WHERE day >= time_bucket(INTERVAL '1 day', ?::timestamptz) AND day <= ?)
     GROUP BY ids.id
-  ) parts
+),
+pct AS (
+  SELECT DISTINCT ON (variable_id) * FROM (SELECT * FROM pct_rows UNION ALL SELECT * FROM pct_packed) parts
   ORDER BY variable_id
 ),
 pts AS (
