@@ -43,7 +43,7 @@ type ResampleRequest struct {
 	Period      Period
 	Zone        string // IANA name
 	Start, End  *time.Time
-	RawHorizon  *time.Time // see StatisticsRequest
+	TierBounds
 }
 
 // AggregationRequest is a validated E9 request. Join aggregates all variables together.
@@ -53,7 +53,7 @@ type AggregationRequest struct {
 	Aggregation string
 	Join        bool
 	Start, End  *time.Time
-	RawHorizon  *time.Time // see StatisticsRequest
+	TierBounds
 }
 
 // Both statements return rows (ord, ts, value): ord is the 1-based position of the
@@ -279,7 +279,7 @@ func Resample(r ResampleRequest) (Query, error) {
 	var c *cover
 	if r.Start != nil || r.End != nil {
 		zp := planZone(r.Period, r.Zone, r.Start, r.End)
-		cv := newCover(r.Start, r.End, zp.usable, r.RawHorizon)
+		cv := newCover(r.Start, r.End, zp.usable, r.TierBounds)
 		pts, ctes, c = rangePoints(cv, true, r.Start, r.End, agg.cols), []any{",\nzonecheck AS MATERIALIZED (\n  ", zoneCheck(r.Zone, zp), "\n)"}, &cv
 		notes = append(zp.notes(), cv.notes()...)
 	}
@@ -350,7 +350,7 @@ func Aggregation(r AggregationRequest) (Query, error) {
 	}
 	rows, notes := lastPoints(summaryColumns), []string{lastNote}
 	if r.Start != nil || r.End != nil {
-		c := newCover(r.Start, r.End, len(tiers.All), r.RawHorizon)
+		c := newCover(r.Start, r.End, len(tiers.All), r.TierBounds)
 		rows, notes = rangePoints(c, false, r.Start, r.End, summaryColumns), c.notes()
 	}
 	stmt := sq.ConcatExpr(sources(r.AccountID, r.VariableIDs, joinOrd(rows)), `,

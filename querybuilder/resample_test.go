@@ -19,11 +19,11 @@ func TestResampleGolden(t *testing.T) {
 		name string
 		req  ResampleRequest
 	}{
-		{"resample_15T_range.sql", ResampleRequest{7, rsIDs, "mean", Period{Minute, 15}, "America/New_York", &rsStart, &rsEnd, nil}},
-		{"resample_5H_count_last100.sql", ResampleRequest{7, rsIDs, "count", Period{Hour, 5}, "Pacific/Chatham", nil, nil, nil}},
-		{"resample_2D_sum_start.sql", ResampleRequest{7, rsIDs, "sum", Period{Day, 2}, "Australia/Lord_Howe", &rsStart, nil, nil}},
-		{"resample_W_min_end.sql", ResampleRequest{7, rsIDs, "min", Period{Week, 1}, "Europe/Berlin", nil, &rsEnd, nil}},
-		{"resample_M_max.sql", ResampleRequest{7, rsIDs, "max", Period{Month, 1}, "Asia/Kolkata", &rsStart, &rsEnd, nil}},
+		{"resample_15T_range.sql", ResampleRequest{7, rsIDs, "mean", Period{Minute, 15}, "America/New_York", &rsStart, &rsEnd, TierBounds{}}},
+		{"resample_5H_count_last100.sql", ResampleRequest{7, rsIDs, "count", Period{Hour, 5}, "Pacific/Chatham", nil, nil, TierBounds{}}},
+		{"resample_2D_sum_start.sql", ResampleRequest{7, rsIDs, "sum", Period{Day, 2}, "Australia/Lord_Howe", &rsStart, nil, TierBounds{}}},
+		{"resample_W_min_end.sql", ResampleRequest{7, rsIDs, "min", Period{Week, 1}, "Europe/Berlin", nil, &rsEnd, TierBounds{}}},
+		{"resample_M_max.sql", ResampleRequest{7, rsIDs, "max", Period{Month, 1}, "Asia/Kolkata", &rsStart, &rsEnd, TierBounds{}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -47,10 +47,10 @@ func TestAggregationGolden(t *testing.T) {
 		name string
 		req  AggregationRequest
 	}{
-		{"aggregation_mean.sql", AggregationRequest{7, rsIDs, "mean", false, &rsStart, &rsEnd, nil}},
-		{"aggregation_mean_join.sql", AggregationRequest{7, rsIDs, "mean", true, &rsStart, &rsEnd, nil}},
-		{"aggregation_min.sql", AggregationRequest{7, rsIDs, "min", false, nil, nil, nil}},
-		{"aggregation_max_join.sql", AggregationRequest{7, rsIDs, "max", true, nil, &rsEnd, nil}},
+		{"aggregation_mean.sql", AggregationRequest{7, rsIDs, "mean", false, &rsStart, &rsEnd, TierBounds{}}},
+		{"aggregation_mean_join.sql", AggregationRequest{7, rsIDs, "mean", true, &rsStart, &rsEnd, TierBounds{}}},
+		{"aggregation_min.sql", AggregationRequest{7, rsIDs, "min", false, nil, nil, TierBounds{}}},
+		{"aggregation_max_join.sql", AggregationRequest{7, rsIDs, "max", true, nil, &rsEnd, TierBounds{}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -73,7 +73,7 @@ func TestAggregationGolden(t *testing.T) {
 func TestResampleInjection(t *testing.T) {
 	evilZone := "UTC' ; DROP TABLE \"values\"; --"
 	evilID := "x'); DELETE FROM variables; --"
-	q, err := Resample(ResampleRequest{1, []string{evilID}, "sum", Period{Day, 1}, evilZone, nil, nil, nil})
+	q, err := Resample(ResampleRequest{1, []string{evilID}, "sum", Period{Day, 1}, evilZone, nil, nil, TierBounds{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func TestResampleInjection(t *testing.T) {
 	if q.Args[0].([]string)[0] != evilID || q.Args[2] != evilZone {
 		t.Fatalf("args %#v", q.Args)
 	}
-	a, err := Aggregation(AggregationRequest{1, []string{evilID}, "mean", true, nil, nil, nil})
+	a, err := Aggregation(AggregationRequest{1, []string{evilID}, "mean", true, nil, nil, TierBounds{}})
 	if err != nil {
 		t.Fatal(err)
 	}

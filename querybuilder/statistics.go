@@ -25,9 +25,7 @@ type StatisticsRequest struct {
 	Start, End   time.Time
 	Variables    []VariableRef
 	Aggregations []string
-	// RawHorizon, when retention removed the raw values before it (API.md §16): a
-	// range end before it is rounded outward to its minute, answered by the tiers.
-	RawHorizon *time.Time
+	TierBounds
 }
 
 // Result columns of the statistics statement, one row per requested variable in
@@ -106,7 +104,7 @@ func Statistics(r StatisticsRequest) (Query, error) {
 		return Query{}, err
 	}
 	start, end := r.Start.UTC(), r.End.UTC()
-	c := newCover(&start, &end, len(tiers.All), r.RawHorizon)
+	c := newCover(&start, &end, len(tiers.All), r.TierBounds)
 	notes := c.notes()
 	var fractions, pctCols []string
 	for _, a := range aggs {
@@ -255,9 +253,9 @@ func spreadOf(rows sq.Sqlizer) sq.Sqlizer {
 // VariableStatistic compiles one aggregate of the v1.6 statistics route (mean,
 // variance, min, max, sum, count) over one variable's values in [start, end], from
 // the same summary rows as E7: count and sum are 0, the others null, without data.
-func VariableStatistic(key int64, agg string, start, end time.Time, horizon *time.Time) (Query, error) {
+func VariableStatistic(key int64, agg string, start, end time.Time, b TierBounds) (Query, error) {
 	start, end = start.UTC(), end.UTC()
-	c := newCover(&start, &end, len(tiers.All), horizon)
+	c := newCover(&start, &end, len(tiers.All), b)
 	rows := summaries("(SELECT id FROM k)", c, summaryColumns)
 	st, ok := v16StatisticNamed(agg)
 	var stmt sq.Sqlizer

@@ -76,10 +76,24 @@ type cover struct {
 	lo, hi []time.Time
 }
 
-// newCover splits [start, end] over the first usable tiers (0: raw values only). An
-// end before the raw horizon (retention removed the values before it) is rounded
-// outward to its minute: the tiers answer for it (API.md §16).
-func newCover(start, end *time.Time, usable int, horizon *time.Time) cover {
+// TierBounds are what the service knows of the stored tiers when it compiles a read.
+// The zero value knows of no limit: the psql form, and reads of stored history.
+type TierBounds struct {
+	// RawHorizon, when retention removed the raw values before it (API.md §16): a
+	// range end before it is rounded outward to its minute, answered by the tiers.
+	RawHorizon *time.Time
+	// CoarseUntil: every coarse tile (quarters, days) that ends by it is complete; later
+	// ones may not be yet (the write path keeps only the minutes for fresh values,
+	// pkg/ingest coarse.go), so the cover reads minutes after it.
+	CoarseUntil *time.Time
+}
+
+// newCover splits [start, end] over the first usable tiers (0: raw values only), the
+// coarse tiers only up to b.CoarseUntil. An end before the raw horizon (retention
+// removed the values before it) is rounded outward to its minute: the tiers answer for
+// it (API.md §16).
+func newCover(start, end *time.Time, usable int, b TierBounds) cover {
+	horizon := b.RawHorizon
 	s, e := int64(0), time.Now().Add(-nowMargin).UnixMilli() // no start: from the first value (timestamps are ≥ 0)
 	if start != nil {
 		s = start.UnixMilli()
@@ -99,7 +113,11 @@ func newCover(start, end *time.Time, usable int, horizon *time.Time) cover {
 	c := cover{start: time.UnixMilli(s).UTC(), end: end}
 	prev, collapsed := s, false
 	for i, t := range tiers.All {
-		lo, hi := t.Ceil(s), t.Floor(e)
+		top := e
+		if i > 0 && b.CoarseUntil != nil {
+			top = min(e, b.CoarseUntil.UnixMilli())
+		}
+		lo, hi := t.Ceil(s), t.Floor(top)
 		if collapsed || i >= usable || lo >= hi {
 			lo, hi, collapsed = prev, prev, true
 		}

@@ -1,6 +1,7 @@
 package querybuilder
 
 import (
+	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -11,7 +12,8 @@ import (
 
 // TestCoverPartitionsTheRange: for random ranges with millisecond edges, the raw spans
 // and every tier's spans of a cover are disjoint, tile-aligned, and together are
-// exactly [start, end]; the coarsest usable tier holds every whole tile of its width.
+// exactly [start, end]; the coarsest usable tier holds every whole tile of its width
+// (before the coarse tiers' mark, when there is one); no coarse span ends after it.
 func TestCoverPartitionsTheRange(t *testing.T) {
 	rng := rand.New(rand.NewPCG(17, 17))
 	base := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
@@ -20,7 +22,14 @@ func TestCoverPartitionsTheRange(t *testing.T) {
 		e := s + []int64{0, 1, 59_999, 60_000, 899_999, 3600_000, 86_400_000, 400 * 86_400_000}[i%8] + rng.Int64N(3)
 		start, end := time.UnixMilli(s).UTC(), time.UnixMilli(e).UTC()
 		usable := i % (len(tiers.All) + 1)
-		c := newCover(&start, &end, usable, nil)
+		var b TierBounds
+		mark := int64(math.MaxInt64)
+		if i%3 > 0 { // a quarter-hour anywhere from before the range to after it
+			mark = tiers.Quarters.Floor(s - 86_400_000 + rng.Int64N(e-s+2*86_400_000))
+			at := time.UnixMilli(mark).UTC()
+			b.CoarseUntil = &at
+		}
+		c := newCover(&start, &end, usable, b)
 		type span struct {
 			lo, hi int64
 			w      int64 // 1: raw
@@ -48,6 +57,9 @@ func TestCoverPartitionsTheRange(t *testing.T) {
 					t.Fatalf("range [%d, %d]: spans %+v and %+v overlap", s, e, a, b)
 				}
 			}
+			if a.w > tiers.Minutes.WidthMs() && a.hi > mark {
+				t.Fatalf("range [%d, %d]: coarse span %+v ends after the mark %d", s, e, a, mark)
+			}
 			covered += a.hi - a.lo
 		}
 		if covered != e+1-s {
@@ -55,7 +67,11 @@ func TestCoverPartitionsTheRange(t *testing.T) {
 		}
 		if usable > 0 {
 			top := tiers.All[usable-1]
-			if whole := top.Floor(e+1) - top.Ceil(s); whole > 0 && c.hi[usable-1].Sub(c.lo[usable-1]).Milliseconds() != whole {
+			until := e + 1
+			if usable > 1 {
+				until = min(until, mark)
+			}
+			if whole := top.Floor(until) - top.Ceil(s); whole > 0 && c.hi[usable-1].Sub(c.lo[usable-1]).Milliseconds() != whole {
 				t.Fatalf("range [%d, %d]: %s spans %v, want every whole tile", s, e, top.Table, c.hi[usable-1].Sub(c.lo[usable-1]))
 			}
 		}

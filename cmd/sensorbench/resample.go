@@ -24,7 +24,7 @@ func benchResample(ctx context.Context, h *benchharness.Harness, s series) error
 			s.variableID, c.agg, c.period, s.start.UnixMilli(), s.end.UnixMilli())
 		viaHTTP, floor, err := benchQuery(ctx, h, s.token, queryCase{name: c.period + " " + c.agg, path: "/api/v1.6/data/stats/resample", body: body,
 			compile: func() (querybuilder.Query, error) {
-				_, q, err := analytics.CompileResample([]byte(body), s.account, nil)
+				_, q, err := analytics.CompileResample([]byte(body), s.account, analytics.Bounds{})
 				return q, err
 			}})
 		if err != nil {
@@ -46,7 +46,7 @@ func benchAggregation(ctx context.Context, h *benchharness.Harness, s series) er
 		s.variableID, s.start.UnixMilli(), s.end.UnixMilli())
 	viaHTTP, floor, err := benchQuery(ctx, h, s.token, queryCase{name: "E9 mean", path: "/api/v1.6/data/stats/aggregation", body: body,
 		compile: func() (querybuilder.Query, error) {
-			_, q, err := analytics.CompileAggregation([]byte(body), s.account, nil)
+			_, q, err := analytics.CompileAggregation([]byte(body), s.account, analytics.Bounds{})
 			return q, err
 		}})
 	if err != nil {

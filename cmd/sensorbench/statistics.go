@@ -24,7 +24,7 @@ func benchStatistics(ctx context.Context, h *benchharness.Harness, s series) err
 			s.start.UnixMilli(), s.end.UnixMilli(), s.variableID, c.aggs)
 		viaHTTP, floor, err := benchQuery(ctx, h, s.token, queryCase{name: c.name, path: "/api/v2.0/data/statistics", body: body,
 			compile: func() (querybuilder.Query, error) {
-				q, _, err := analytics.CompileStatistics([]byte(body), s.account, nil)
+				q, _, err := analytics.CompileStatistics([]byte(body), s.account, analytics.Bounds{})
 				return q, err
 			}})
 		if err != nil {

@@ -13,22 +13,35 @@ import (
 // SQL looks the account up by name instead, so that it runs as is.
 const accountPlaceholder = int64(math.MinInt64 + 727)
 
-// Horizon is the raw horizon (API.md §16) for a range from start (nil: from the first
-// value), nil when the range reads nothing retention removed. A nil Horizon stands
-// for none, as in the psql form.
-type Horizon func(start *time.Time) *time.Time
+// Bounds are what the service knows of the rollup tiers when it compiles a request
+// (querybuilder.TierBounds). The zero Bounds knows of no limit, as in the psql form.
+type Bounds struct {
+	// Horizon is the raw horizon (API.md §16) for a range from start (nil: from the
+	// first value), nil when the range reads nothing retention removed.
+	Horizon func(start *time.Time) *time.Time
+	// CoarseUntil: the coarse tiles are complete before it (nil: everywhere).
+	CoarseUntil *time.Time
+}
+
+// at is b for a range from start; the horizon is asked only when ranged (an E8/E9
+// request without a range reads each variable's last 100 raw values, never the tiers).
+func (b Bounds) at(start *time.Time, ranged bool) querybuilder.TierBounds {
+	t := querybuilder.TierBounds{CoarseUntil: b.CoarseUntil}
+	if b.Horizon != nil && ranged {
+		t.RawHorizon = b.Horizon(start)
+	}
+	return t
+}
 
 // CompileStatistics is E7's one path from a request body to its statement, for the
 // handler, explain and `sensorapi compile` alike. Invalid input is ParseStatistics'
 // error, unwrapped.
-func CompileStatistics(body []byte, account int64, horizon Horizon) (querybuilder.Query, StatisticsOptions, error) {
+func CompileStatistics(body []byte, account int64, b Bounds) (querybuilder.Query, StatisticsOptions, error) {
 	req, opts, err := ParseStatistics(body, account)
 	if err != nil {
 		return querybuilder.Query{}, opts, err
 	}
-	if horizon != nil {
-		req.RawHorizon = horizon(&req.Start)
-	}
+	req.TierBounds = b.at(&req.Start, true)
 	q, err := querybuilder.Statistics(req)
 	if err != nil {
 		return querybuilder.Query{}, opts, fmt.Errorf("compile statistics: %w", err)
@@ -38,12 +51,12 @@ func CompileStatistics(body []byte, account int64, horizon Horizon) (querybuilde
 
 // CompileResample is E8's one path from a request body to its statement (see
 // CompileStatistics).
-func CompileResample(body []byte, account int64, horizon Horizon) (*Resample, querybuilder.Query, error) {
+func CompileResample(body []byte, account int64, b Bounds) (*Resample, querybuilder.Query, error) {
 	req, err := ParseResample(body, account)
 	if err != nil {
 		return nil, querybuilder.Query{}, err
 	}
-	req.Query.RawHorizon = rangeHorizon(horizon, req.Query.Start, req.Query.End)
+	req.Query.TierBounds = b.at(req.Query.Start, req.Query.Start != nil || req.Query.End != nil)
 	q, err := querybuilder.Resample(req.Query)
 	if err != nil {
 		return nil, querybuilder.Query{}, fmt.Errorf("compile resample: %w", err)
@@ -53,12 +66,12 @@ func CompileResample(body []byte, account int64, horizon Horizon) (*Resample, qu
 
 // CompileAggregation is E9's one path from a request body to its statement (see
 // CompileStatistics).
-func CompileAggregation(body []byte, account int64, horizon Horizon) (*Aggregation, querybuilder.Query, error) {
+func CompileAggregation(body []byte, account int64, b Bounds) (*Aggregation, querybuilder.Query, error) {
 	req, err := ParseAggregation(body, account)
 	if err != nil {
 		return nil, querybuilder.Query{}, err
 	}
-	req.Query.RawHorizon = rangeHorizon(horizon, req.Query.Start, req.Query.End)
+	req.Query.TierBounds = b.at(req.Query.Start, req.Query.Start != nil || req.Query.End != nil)
 	q, err := querybuilder.Aggregation(req.Query)
 	if err != nil {
 		return nil, querybuilder.Query{}, fmt.Errorf("compile aggregation: %w", err)
@@ -66,27 +79,18 @@ func CompileAggregation(body []byte, account int64, horizon Horizon) (*Aggregati
 	return req, q, nil
 }
 
-// rangeHorizon asks for the horizon of an E8/E9 range only: a request without one
-// reads each variable's last 100 raw values, never the tiers.
-func rangeHorizon(horizon Horizon, start, end *time.Time) *time.Time {
-	if horizon == nil || (start == nil && end == nil) {
-		return nil
-	}
-	return horizon(start)
-}
-
-// compilers are the endpoints' compile paths without a horizon, by endpoint name.
+// compilers are the endpoints' compile paths without bounds, by endpoint name.
 var compilers = map[string]func(body []byte, account int64) (querybuilder.Query, error){
 	"statistics": func(body []byte, account int64) (querybuilder.Query, error) {
-		q, _, err := CompileStatistics(body, account, nil)
+		q, _, err := CompileStatistics(body, account, Bounds{})
 		return q, err
 	},
 	"resample": func(body []byte, account int64) (querybuilder.Query, error) {
-		_, q, err := CompileResample(body, account, nil)
+		_, q, err := CompileResample(body, account, Bounds{})
 		return q, err
 	},
 	"aggregation": func(body []byte, account int64) (querybuilder.Query, error) {
-		_, q, err := CompileAggregation(body, account, nil)
+		_, q, err := CompileAggregation(body, account, Bounds{})
 		return q, err
 	},
 }

@@ -36,10 +36,12 @@ func (s *Server) explain(c *gin.Context, r request) (bool, error) {
 	}
 }
 
-// horizon is the request's raw horizon lookup for compiling (readHorizon: it also
-// sets the X-Raw-Horizon header when the range reaches past it).
-func (s *Server) horizon(c *gin.Context) analytics.Horizon {
-	return func(start *time.Time) *time.Time { return s.readHorizon(c, start) }
+// bounds are what compiling the request knows of the tiers: the raw horizon lookup
+// (readHorizon: it also sets the X-Raw-Horizon header when the range reaches past it)
+// and the coarse tiers' mark.
+func (s *Server) bounds(c *gin.Context) analytics.Bounds {
+	return analytics.Bounds{Horizon: func(start *time.Time) *time.Time { return s.readHorizon(c, start) },
+		CoarseUntil: s.coarseUntil(c)}
 }
 
 // runCompiled runs a compiled statement (on a replica when there are any, API.md §15),

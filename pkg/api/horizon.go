@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"strconv"
 	"time"
 
@@ -19,4 +20,15 @@ func (s *Server) readHorizon(c *gin.Context, start *time.Time) *time.Time {
 	}
 	c.Header("X-Raw-Horizon", strconv.FormatInt(h.UnixMilli(), 10))
 	return &h
+}
+
+// coarseUntil is the coarse tiers' mark (pkg/ingest coarse.go): reads take coarse tiles
+// ending by it only. When it cannot be read, the last one known is used (none at first:
+// no coarse tile at all, slower but exact).
+func (s *Server) coarseUntil(ctx context.Context) *time.Time {
+	t, err := s.Coarse.Get(ctx)
+	if err != nil {
+		s.Log.Warn("coarse tiers' mark unreadable; going on with the last one known", "error", err.Error())
+	}
+	return &t
 }

@@ -24,7 +24,7 @@ func (s *Server) resample(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	req, q, err := analytics.CompileResample(body, account(c).ID, s.horizon(c))
+	req, q, err := analytics.CompileResample(body, account(c).ID, s.bounds(c))
 	if err != nil {
 		return err
 	}
@@ -37,7 +37,7 @@ func (s *Server) aggregation(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	req, q, err := analytics.CompileAggregation(body, account(c).ID, s.horizon(c))
+	req, q, err := analytics.CompileAggregation(body, account(c).ID, s.bounds(c))
 	if err != nil {
 		return err
 	}

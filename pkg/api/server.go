@@ -8,11 +8,13 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/sensordata/sensorapi/pkg/auth"
 	"github.com/sensordata/sensorapi/pkg/budget"
+	"github.com/sensordata/sensorapi/pkg/cache"
 	"github.com/sensordata/sensorapi/pkg/config"
 	"github.com/sensordata/sensorapi/pkg/console"
 	"github.com/sensordata/sensorapi/pkg/ingest"
@@ -37,6 +39,9 @@ type Server struct {
 	// Horizon is the raw horizon (API.md §16), read at most every server.HorizonTTL: writes
 	// before it are refused, reads before it answer from the rollup tiers.
 	Horizon *retention.Cache
+	// Coarse is the coarse rollup tiers' mark (ingest.CoarseUntil), read at most every
+	// server.HorizonTTL: reads take quarter and day tiles only before it.
+	Coarse *cache.Value[time.Time]
 	// Synthetic keeps synthetic variables up to date (API.md §17).
 	Synthetic *synthetic.Upkeep
 	// EventsChanged, when set, is called after an event was written, before the answer:

@@ -18,7 +18,7 @@ func (s *Server) statistics(c *gin.Context) error {
 		return err
 	}
 	acct := account(c)
-	q, opts, err := analytics.CompileStatistics(body, acct.ID, s.horizon(c))
+	q, opts, err := analytics.CompileStatistics(body, acct.ID, s.bounds(c))
 	if err != nil {
 		return err
 	}

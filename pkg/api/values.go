@@ -274,7 +274,8 @@ func (s *Server) getStatistic(c *gin.Context) error {
 			return err
 		}
 		start := time.UnixMilli(*r.Start).UTC()
-		v, err = st.Statistic(c, key, agg, r, s.readHorizon(c, &start))
+		v, err = st.Statistic(c, key, agg, r, querybuilder.TierBounds{RawHorizon: s.readHorizon(c, &start),
+			CoarseUntil: s.coarseUntil(c)})
 		return err
 	})
 	if err != nil {

@@ -164,10 +164,11 @@ WHERE id = $1`
 // Statistic computes one aggregate over the range (count and sum are 0, the others
 // null, without data) from the rollup tiers and the raw values at the range's edges,
 // as E7 does (querybuilder.VariableStatistic).
-// Before horizon (when not nil) the range is rounded outward to its minutes (API.md §16).
-func (s *Store) Statistic(ctx context.Context, key int64, agg string, r Range, horizon *time.Time) (*float64, error) {
+// Before the raw horizon (when known) the range is rounded outward to its minutes
+// (API.md §16); coarse tiles are read only before b.CoarseUntil.
+func (s *Store) Statistic(ctx context.Context, key int64, agg string, r Range, b querybuilder.TierBounds) (*float64, error) {
 	start, end := r.bounds()
-	q, err := querybuilder.VariableStatistic(key, agg, start, end, horizon)
+	q, err := querybuilder.VariableStatistic(key, agg, start, end, b)
 	if err != nil {
 		return nil, err
 	}

@@ -90,7 +90,7 @@ func checkSource(i int) string {
 }
 
 // checkTilesSQL compares one variable's tiles of tier i from since ($2) on with its
-// values, every column. Sums and spreads are added up batch by batch on the write path
+// values, every column (checkedTiles). Sums and spreads are added up batch by batch on the write path
 // and merged across tiers, so they may differ from a fresh computation in the last
 // bits: compared relatively.
 func checkTilesSQL(i int) string {
@@ -99,15 +99,24 @@ func checkTilesSQL(i int) string {
 FROM (` + rawTileSQL(interval(t), checkSource(i), `x.variable_id = $1 AND x.ts >= $2`) + `) AS r(variable_id, tile, n, sum, min, max, ks, m2,
       first_ts, first_value, last_ts, last_value, min_ts, max_ts)
 FULL JOIN (SELECT * FROM ` + t.Table + ` WHERE variable_id = $1 AND tile >= $2) m USING (tile)
-WHERE r.n IS DISTINCT FROM m.n OR r.min IS DISTINCT FROM m.min OR r.max IS DISTINCT FROM m.max
+WHERE ` + checkedTiles(i) + `(r.n IS DISTINCT FROM m.n OR r.min IS DISTINCT FROM m.min OR r.max IS DISTINCT FROM m.max
    OR r.first_ts IS DISTINCT FROM m.first_ts OR r.first_value IS DISTINCT FROM m.first_value
    OR r.last_ts IS DISTINCT FROM m.last_ts OR r.last_value IS DISTINCT FROM m.last_value
    OR r.min_ts IS DISTINCT FROM m.min_ts OR r.max_ts IS DISTINCT FROM m.max_ts
    OR abs(r.sum - m.sum) > 1e-9 * greatest(abs(r.sum), abs(m.sum), 1)
    OR (r.m2 IS NULL) <> (m.m2 IS NULL)
    OR abs(r.m2 - m.m2) > 1e-9 * greatest(r.m2, m.m2) + 1e-12 * greatest(abs(r.min), abs(r.max), 1) ^ 2
-   OR abs(r.ks - m.ks) > 1e-9 * greatest(abs(r.ks), abs(m.ks)) + 1e-12 * greatest(abs(r.min), abs(r.max), 1)
+   OR abs(r.ks - m.ks) > 1e-9 * greatest(abs(r.ks), abs(m.ks)) + 1e-12 * greatest(abs(r.min), abs(r.max), 1))
 ORDER BY 1 LIMIT 1000`
+}
+
+// checkedTiles is the condition on the tiles checkTilesSQL compares: a coarse tier's
+// only where they are complete, ending by the variable's coarse_until (coarse.go).
+func checkedTiles(i int) string {
+	if i == 0 {
+		return ""
+	}
+	return `coalesce(r.tile, m.tile) + INTERVAL '` + interval(tiers.All[i]) + `' <= (SELECT coarse_until FROM variables WHERE id = $1) AND `
 }
 
 // CheckTiers compares every variable's tiles from since on with its values and returns

@@ -23,6 +23,13 @@ import (
 //     "values", then each coarser tier's touched tiles from the tier below
 //     (recomputeTilesSQL), finest first.
 //
+// The coarse tiers (quarters, days) are kept so only for tiles that end by their
+// variable's coarse_until (sql/20261128000001_coarse_until.up.sql), read in the same
+// statements under the row lock: later tiles are built from the minutes by Coarsen when
+// it moves the mark, and readers use coarse tiles only before the smallest mark
+// (CoarseUntil). A coarse tile past the mark may be missing or partial; both statements
+// leave it so, since Coarsen recomputes it rather than adds to it.
+//
 // The migrations that made the tiers filled them for the values already stored with
 // frozen copies of this arithmetic (sql/20261122000020_value_minutes.up.sql,
 // 20261124000004_minute_spread.up.sql, 20261124000005_tiers.up.sql): each runs against
@@ -114,7 +121,8 @@ func (s tileSums) args() []any {
 // tileColumns are the columns every tier has, in this order.
 const tileColumns = `variable_id, tile, n, sum, min, max, ks, m2, first_ts, first_value, last_ts, last_value, min_ts, max_ts`
 
-// addTilesSQL adds new rows' rollups to their tiles of one tier. The spread merges by
+// addTilesSQL adds new rows' rollups to their tiles of tier i (a coarse tier: those
+// ending by the variable's coarse_until, coarseOnly). The spread merges by
 // Chan et al.'s formula, both parts' shifted sums moved to the new min first (every
 // SET expression reads the row as it was):
 //
@@ -125,12 +133,14 @@ const tileColumns = `variable_id, tile, n, sum, min, max, ks, m2, first_ts, firs
 // rows never share a timestamp with stored ones (that is the upsert path), so the
 // first and last dots are the older and newer of the two parts'; ties on min or max
 // keep the earlier timestamp.
-func addTilesSQL(table string) string {
-	return `INSERT INTO ` + table + ` AS m (` + tileColumns + `)
+func addTilesSQL(i int) string {
+	t := tiers.All[i]
+	return `INSERT INTO ` + t.Table + ` AS m (` + tileColumns + `)
 SELECT v, t, n, s, lo, hi, nullif(k, 'NaN'), nullif(q, 'NaN'), ft, fv, lt, lv, lot, hit
 FROM unnest($1::bigint[], $2::timestamptz[], $3::int[], $4::float8[], $5::float8[], $6::float8[],
             $7::float8[], $8::float8[], $9::timestamptz[], $10::float8[], $11::timestamptz[], $12::float8[],
-            $13::timestamptz[], $14::timestamptz[]) AS u(v, t, n, s, lo, hi, k, q, ft, fv, lt, lv, lot, hit)
+            $13::timestamptz[], $14::timestamptz[]) AS u(v, t, n, s, lo, hi, k, q, ft, fv, lt, lv, lot, hit)` +
+		coarseOnly(i, "u.v", "u.t") + `
 ON CONFLICT (variable_id, tile) DO UPDATE
 SET n = m.n + EXCLUDED.n, sum = m.sum + EXCLUDED.sum,
     min = least(m.min, EXCLUDED.min), max = greatest(m.max, EXCLUDED.max),
@@ -217,7 +227,8 @@ func recomputeTilesSQL(i int) string {
 	cond := `src.variable_id = w.variable_id AND ` + sourceTime(i) + ` >= w.tile AND ` + sourceTime(i) +
 		` < w.tile + INTERVAL '` + interval(t) + `'`
 	return `WITH wanted AS (
-    SELECT DISTINCT * FROM unnest($1::bigint[], $2::timestamptz[]) AS w(variable_id, tile)
+    SELECT DISTINCT w.* FROM unnest($1::bigint[], $2::timestamptz[]) AS w(variable_id, tile)` +
+		coarseOnly(i, "w.variable_id", "w.tile") + `
 ), fresh (` + tileColumns + `) AS (
     SELECT f.* FROM wanted w CROSS JOIN LATERAL (
 ` + tileSource(i, cond) + `
@@ -235,6 +246,17 @@ SET n = EXCLUDED.n, sum = EXCLUDED.sum, min = EXCLUDED.min, max = EXCLUDED.max, 
     last_value = EXCLUDED.last_value, min_ts = EXCLUDED.min_ts, max_ts = EXCLUDED.max_ts`
 }
 
+// coarseOnly is the FROM item and condition that keep, in a statement on tier i's tiles
+// (key and tile: SQL text naming a tile's variable and start), only the tiles that end by
+// their variable's coarse_until: nothing for the minutes, which are always kept.
+func coarseOnly(i int, key, tile string) string {
+	if i == 0 {
+		return ""
+	}
+	return `, variables cv
+WHERE cv.id = ` + key + ` AND ` + tile + ` + INTERVAL '` + interval(tiers.All[i]) + `' <= cv.coarse_until`
+}
+
 // sourceTime is the time column of tier i's source rows in a tileSource condition.
 func sourceTime(i int) string {
 	if i == 0 {
@@ -245,7 +267,7 @@ func sourceTime(i int) string {
 
 // The write path's statements per tier, built once (every write batch sends them).
 var (
-	addSQL       = perTier(func(i int) string { return addTilesSQL(tiers.All[i].Table) })
+	addSQL       = perTier(addTilesSQL)
 	recomputeSQL = perTier(recomputeTilesSQL)
 )
 
