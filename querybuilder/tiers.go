@@ -82,14 +82,14 @@ type TierBounds struct {
 	// RawHorizon, when retention removed the raw values before it (API.md §16): a
 	// range end before it is rounded outward to its minute, answered by the tiers.
 	RawHorizon *time.Time
-	// CoarseUntil: every coarse tile (quarters, days) that ends by it is complete; later
-	// ones may not be yet (the write path keeps only the minutes for fresh values,
-	// pkg/ingest coarse.go), so the cover reads minutes after it.
-	CoarseUntil *time.Time
+	// RollupsUntil: every tile that ends by it is complete; later ones may not be yet
+	// (the write path leaves fresh values to a job, pkg/ingest rollupmark.go), so the
+	// cover reads raw values after it.
+	RollupsUntil *time.Time
 }
 
-// newCover splits [start, end] over the first usable tiers (0: raw values only), the
-// coarse tiers only up to b.CoarseUntil. An end before the raw horizon (retention
+// newCover splits [start, end] over the first usable tiers (0: raw values only), up
+// to b.RollupsUntil. An end before the raw horizon (retention
 // removed the values before it) is rounded outward to its minute: the tiers answer for
 // it (API.md §16).
 func newCover(start, end *time.Time, usable int, b TierBounds) cover {
@@ -113,11 +113,10 @@ func newCover(start, end *time.Time, usable int, b TierBounds) cover {
 	c := cover{start: time.UnixMilli(s).UTC(), end: end}
 	prev, collapsed := s, false
 	for i, t := range tiers.All {
-		top := e
-		if i > 0 && b.CoarseUntil != nil {
-			top = min(e, b.CoarseUntil.UnixMilli())
+		lo, hi := t.Ceil(s), t.Floor(e)
+		if b.RollupsUntil != nil {
+			hi = min(hi, t.Floor(b.RollupsUntil.UnixMilli()))
 		}
-		lo, hi := t.Ceil(s), t.Floor(top)
 		if collapsed || i >= usable || lo >= hi {
 			lo, hi, collapsed = prev, prev, true
 		}

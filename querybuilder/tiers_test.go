@@ -13,7 +13,7 @@ import (
 // TestCoverPartitionsTheRange: for random ranges with millisecond edges, the raw spans
 // and every tier's spans of a cover are disjoint, tile-aligned, and together are
 // exactly [start, end]; the coarsest usable tier holds every whole tile of its width
-// (before the coarse tiers' mark, when there is one); no coarse span ends after it.
+// (before the tiles' mark, when there is one); no tile span ends after it.
 func TestCoverPartitionsTheRange(t *testing.T) {
 	rng := rand.New(rand.NewPCG(17, 17))
 	base := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
@@ -24,10 +24,10 @@ func TestCoverPartitionsTheRange(t *testing.T) {
 		usable := i % (len(tiers.All) + 1)
 		var b TierBounds
 		mark := int64(math.MaxInt64)
-		if i%3 > 0 { // a quarter-hour anywhere from before the range to after it
-			mark = tiers.Quarters.Floor(s - 86_400_000 + rng.Int64N(e-s+2*86_400_000))
+		if i%3 > 0 { // a minute anywhere from before the range to after it
+			mark = tiers.Minutes.Floor(s - 86_400_000 + rng.Int64N(e-s+2*86_400_000))
 			at := time.UnixMilli(mark).UTC()
-			b.CoarseUntil = &at
+			b.RollupsUntil = &at
 		}
 		c := newCover(&start, &end, usable, b)
 		type span struct {
@@ -57,8 +57,8 @@ func TestCoverPartitionsTheRange(t *testing.T) {
 					t.Fatalf("range [%d, %d]: spans %+v and %+v overlap", s, e, a, b)
 				}
 			}
-			if a.w > tiers.Minutes.WidthMs() && a.hi > mark {
-				t.Fatalf("range [%d, %d]: coarse span %+v ends after the mark %d", s, e, a, mark)
+			if a.w > 1 && a.hi > mark {
+				t.Fatalf("range [%d, %d]: tile span %+v ends after the mark %d", s, e, a, mark)
 			}
 			covered += a.hi - a.lo
 		}
@@ -67,11 +67,7 @@ func TestCoverPartitionsTheRange(t *testing.T) {
 		}
 		if usable > 0 {
 			top := tiers.All[usable-1]
-			until := e + 1
-			if usable > 1 {
-				until = min(until, mark)
-			}
-			if whole := top.Floor(until) - top.Ceil(s); whole > 0 && c.hi[usable-1].Sub(c.lo[usable-1]).Milliseconds() != whole {
+			if whole := top.Floor(min(e+1, mark)) - top.Ceil(s); whole > 0 && c.hi[usable-1].Sub(c.lo[usable-1]).Milliseconds() != whole {
 				t.Fatalf("range [%d, %d]: %s spans %v, want every whole tile", s, e, top.Table, c.hi[usable-1].Sub(c.lo[usable-1]))
 			}
 		}

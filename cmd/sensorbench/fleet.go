@@ -303,20 +303,30 @@ func servicePathFloor(ctx context.Context, h *benchharness.Harness, d time.Durat
 	}), nil
 }
 
-// fleetTS is the last timestamp (ms) a fleet message was given: unique in the run,
-// since the synthetic comparison sends several rounds to the same devices. It counts
-// up by the millisecond from an hour before the first message: current data, as a
-// fleet sends it (well within any late-data window), whatever the rate.
-var fleetTS atomic.Int64
+// deviceTS is the last timestamp (ms) each fleet device sent. A device stamps its
+// message with its clock, as a fleet does (or leaves it to the server's): now, or 1 ms
+// after its previous message when that was in the same millisecond, so that no two of
+// its messages share one, also across the synthetic comparison's rounds.
+var deviceTS [fleetDevices]atomic.Int64
 
-// runFleet runs workers sending messages to random-ish devices for d; each message
-// carries a timestamp no other message has.
+// nextTS is device dev's timestamp for its next message.
+func nextTS(dev int) int64 {
+	for {
+		prev := deviceTS[dev].Load()
+		ts := max(time.Now().UnixMilli(), prev+1)
+		if deviceTS[dev].CompareAndSwap(prev, ts) {
+			return ts
+		}
+	}
+}
+
+// runFleet runs workers sending messages to random-ish devices for d, each stamped by
+// its device (nextTS).
 func runFleet(ctx context.Context, workers int, d time.Duration, send func(ctx context.Context, w, dev int, ts int64) error) *fleetResult {
-	fleetTS.CompareAndSwap(0, time.Now().Add(-time.Hour).UnixMilli())
 	return runTimed(ctx, workers, d, func(w int) func(context.Context) error {
 		dev := w
 		return func(ctx context.Context) error {
-			err := send(ctx, w, dev, fleetTS.Add(1))
+			err := send(ctx, w, dev, nextTS(dev))
 			dev = (dev + workers + 1) % fleetDevices
 			return err
 		}

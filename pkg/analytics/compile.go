@@ -19,14 +19,14 @@ type Bounds struct {
 	// Horizon is the raw horizon (API.md §16) for a range from start (nil: from the
 	// first value), nil when the range reads nothing retention removed.
 	Horizon func(start *time.Time) *time.Time
-	// CoarseUntil: the coarse tiles are complete before it (nil: everywhere).
-	CoarseUntil *time.Time
+	// RollupsUntil: the rollup tiles are complete before it (nil: everywhere).
+	RollupsUntil *time.Time
 }
 
 // at is b for a range from start; the horizon is asked only when ranged (an E8/E9
 // request without a range reads each variable's last 100 raw values, never the tiers).
 func (b Bounds) at(start *time.Time, ranged bool) querybuilder.TierBounds {
-	t := querybuilder.TierBounds{CoarseUntil: b.CoarseUntil}
+	t := querybuilder.TierBounds{RollupsUntil: b.RollupsUntil}
 	if b.Horizon != nil && ranged {
 		t.RawHorizon = b.Horizon(start)
 	}

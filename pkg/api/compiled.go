@@ -38,10 +38,10 @@ func (s *Server) explain(c *gin.Context, r request) (bool, error) {
 
 // bounds are what compiling the request knows of the tiers: the raw horizon lookup
 // (readHorizon: it also sets the X-Raw-Horizon header when the range reaches past it)
-// and the coarse tiers' mark.
+// and the rollup tiles' mark.
 func (s *Server) bounds(c *gin.Context) analytics.Bounds {
 	return analytics.Bounds{Horizon: func(start *time.Time) *time.Time { return s.readHorizon(c, start) },
-		CoarseUntil: s.coarseUntil(c)}
+		RollupsUntil: s.rollupsUntil(c)}
 }
 
 // runCompiled runs a compiled statement (on a replica when there are any, API.md §15),

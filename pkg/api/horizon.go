@@ -22,13 +22,13 @@ func (s *Server) readHorizon(c *gin.Context, start *time.Time) *time.Time {
 	return &h
 }
 
-// coarseUntil is the coarse tiers' mark (pkg/ingest coarse.go): reads take coarse tiles
-// ending by it only. When it cannot be read, the last one known is used (none at first:
-// no coarse tile at all, slower but exact).
-func (s *Server) coarseUntil(ctx context.Context) *time.Time {
-	t, err := s.Coarse.Get(ctx)
+// rollupsUntil is the rollup tiles' mark (pkg/ingest rollupmark.go): reads take the
+// tiles ending by it only. When it cannot be read, the last one known is used (none at
+// first: no tile at all, slower but exact).
+func (s *Server) rollupsUntil(ctx context.Context) *time.Time {
+	t, err := s.Rollups.Get(ctx)
 	if err != nil {
-		s.Log.Warn("coarse tiers' mark unreadable; going on with the last one known", "error", err.Error())
+		s.Log.Warn("rollup tiles' mark unreadable; going on with the last one known", "error", err.Error())
 	}
 	return &t
 }

@@ -39,9 +39,9 @@ type Server struct {
 	// Horizon is the raw horizon (API.md §16), read at most every server.HorizonTTL: writes
 	// before it are refused, reads before it answer from the rollup tiers.
 	Horizon *retention.Cache
-	// Coarse is the coarse rollup tiers' mark (ingest.CoarseUntil), read at most every
-	// server.HorizonTTL: reads take quarter and day tiles only before it.
-	Coarse *cache.Value[time.Time]
+	// Rollups is the rollup tiles' mark (ingest.RollupsUntil), read at most every
+	// server.HorizonTTL: reads take tiles only before it, raw values after it.
+	Rollups *cache.Value[time.Time]
 	// Synthetic keeps synthetic variables up to date (API.md §17).
 	Synthetic *synthetic.Upkeep
 	// EventsChanged, when set, is called after an event was written, before the answer:

@@ -23,9 +23,9 @@ import (
 
 // rollupDrift counts the (variable, tile) pairs, in every tier, where the tier differs
 // from the rollup recomputed from the raw values right now (driftSource), over the whole database: every
-// committed transaction keeps the two equal, whatever else runs (coarse tiles: those
-// that end by their variable's coarse_until, pkg/ingest coarse.go). rollups counts the
-// minute tiles.
+// committed transaction keeps the two equal, whatever else runs (the tiles that end by
+// their variable's rollups_until, pkg/ingest rollupmark.go). rollups counts the minute
+// tiles.
 func rollupDrift(t *testing.T) (drift, rollups int) {
 	t.Helper()
 	for _, tier := range tiers.All {
@@ -56,7 +56,7 @@ func rollupDrift(t *testing.T) (drift, rollups int) {
 		       count(m.n)
 		FROM truth t FULL JOIN `+tier.Table+` m USING (variable_id, tile)
 		LEFT JOIN variables v ON v.id = variable_id
-		WHERE `+coarseComplete(tier, "tile"), width, width).
+		WHERE `+tileComplete(tier, "tile"), width, width).
 			Scan(context.Background(), &d, &n)
 		if err != nil {
 			t.Fatal(err)
@@ -69,14 +69,11 @@ func rollupDrift(t *testing.T) (drift, rollups int) {
 	return drift, rollups
 }
 
-// coarseComplete is the condition on tier's tiles (their start: the column tile) that
-// must be exact: every minute; coarse tiles that end by their variable's coarse_until
-// (v: the variable, none when it was deleted).
-func coarseComplete(tier tiers.Tier, tile string) string {
-	if tier == tiers.Minutes {
-		return "true"
-	}
-	return fmt.Sprintf("(v.id IS NULL OR %s + INTERVAL '%d seconds' <= v.coarse_until)", tile, int64(tier.Width.Seconds()))
+// tileComplete is the condition on tier's tiles (their start: the column tile) that
+// must be exact: those that end by their variable's rollups_until (v: the variable,
+// none when it was deleted).
+func tileComplete(tier tiers.Tier, tile string) string {
+	return fmt.Sprintf("(v.id IS NULL OR %s + INTERVAL '%d seconds' <= v.rollups_until)", tile, int64(tier.Width.Seconds()))
 }
 
 // driftSource is what a tier summarises: the minute tier the rows of "values" (packed

@@ -275,7 +275,7 @@ func (s *Server) getStatistic(c *gin.Context) error {
 		}
 		start := time.UnixMilli(*r.Start).UTC()
 		v, err = st.Statistic(c, key, agg, r, querybuilder.TierBounds{RawHorizon: s.readHorizon(c, &start),
-			CoarseUntil: s.coarseUntil(c)})
+			RollupsUntil: s.rollupsUntil(c)})
 		return err
 	})
 	if err != nil {

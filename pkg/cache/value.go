@@ -8,7 +8,7 @@ import (
 )
 
 // Value keeps one value read from the database for a TTL, for the paths that consult it
-// on every request (the raw horizon, the coarse tiers' mark). Reading a fresh value
+// on every request (the raw horizon, the rollup tiles' mark). Reading a fresh value
 // takes no lock; one caller at a time refreshes a stale one while the others wait for
 // it. When a read fails, the last value read is kept (the zero value before any).
 type Value[T any] struct {

@@ -70,15 +70,15 @@ HAVING count(*) > 0`
 // row lock (writers take it before they look for packed days), and returns how many
 // values it packed: 0, and nothing changed, when the day has no rows, a timestamp finer
 // than a millisecond (loaded by hand: the packed layout keeps milliseconds), or ends
-// after the variable's coarse_until (a packed day has no minute tiles to build its
-// coarse tiles from: see coarse.go).
+// after the variable's rollups_until (a packed day has no minute tiles to build its
+// tiles from: see rollupmark.go).
 func (s *Store) PackDay(ctx context.Context, variable int64, day time.Time) (int, error) {
 	packed := 0
 	err := pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
-		var coarse time.Time
-		err := tx.QueryRow(ctx, `SELECT coarse_until FROM variables WHERE id = $1 FOR NO KEY UPDATE`, variable).Scan(&coarse)
-		if errors.Is(err, pgx.ErrNoRows) || (err == nil && day.Add(24*time.Hour).After(coarse)) {
-			return nil // deleted; or its minutes still have to make its coarse tiles (Coarsen)
+		var mark time.Time
+		err := tx.QueryRow(ctx, `SELECT rollups_until FROM variables WHERE id = $1 FOR NO KEY UPDATE`, variable).Scan(&mark)
+		if errors.Is(err, pgx.ErrNoRows) || (err == nil && day.Add(24*time.Hour).After(mark)) {
+			return nil // deleted; or its values still have to make its tiles (CatchUp)
 		}
 		if err != nil {
 			return fmt.Errorf("lock variable: %w", err)

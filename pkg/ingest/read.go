@@ -165,7 +165,7 @@ WHERE id = $1`
 // null, without data) from the rollup tiers and the raw values at the range's edges,
 // as E7 does (querybuilder.VariableStatistic).
 // Before the raw horizon (when known) the range is rounded outward to its minutes
-// (API.md §16); coarse tiles are read only before b.CoarseUntil.
+// (API.md §16); tiles are read only before b.RollupsUntil.
 func (s *Store) Statistic(ctx context.Context, key int64, agg string, r Range, b querybuilder.TierBounds) (*float64, error) {
 	start, end := r.bounds()
 	q, err := querybuilder.VariableStatistic(key, agg, start, end, b)

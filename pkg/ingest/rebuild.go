@@ -110,13 +110,10 @@ WHERE ` + checkedTiles(i) + `(r.n IS DISTINCT FROM m.n OR r.min IS DISTINCT FROM
 ORDER BY 1 LIMIT 1000`
 }
 
-// checkedTiles is the condition on the tiles checkTilesSQL compares: a coarse tier's
-// only where they are complete, ending by the variable's coarse_until (coarse.go).
+// checkedTiles is the condition on the tiles checkTilesSQL compares: those that end by
+// the variable's mark, which are complete (rollupmark.go).
 func checkedTiles(i int) string {
-	if i == 0 {
-		return ""
-	}
-	return `coalesce(r.tile, m.tile) + INTERVAL '` + interval(tiers.All[i]) + `' <= (SELECT coarse_until FROM variables WHERE id = $1) AND `
+	return `coalesce(r.tile, m.tile) + INTERVAL '` + interval(tiers.All[i]) + `' <= (SELECT rollups_until FROM variables WHERE id = $1) AND `
 }
 
 // CheckTiers compares every variable's tiles from since on with its values and returns

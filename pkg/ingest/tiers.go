@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -23,12 +24,11 @@ import (
 //     "values", then each coarser tier's touched tiles from the tier below
 //     (recomputeTilesSQL), finest first.
 //
-// The coarse tiers (quarters, days) are kept so only for tiles that end by their
-// variable's coarse_until (sql/20261128000001_coarse_until.up.sql), read in the same
-// statements under the row lock: later tiles are built from the minutes by Coarsen when
-// it moves the mark, and readers use coarse tiles only before the smallest mark
-// (CoarseUntil). A coarse tile past the mark may be missing or partial; both statements
-// leave it so, since Coarsen recomputes it rather than adds to it.
+// Every tier is kept so only for the tiles that end by their variable's mark,
+// rollups_until (rollupmark.go), which the write reads under the row lock: later tiles
+// are built from the values by CatchUp when it moves the mark, and readers use tiles
+// only before the smallest mark. A tile past the mark may be missing or partial; the
+// statements here leave it so, since CatchUp recomputes it rather than adds to it.
 //
 // The migrations that made the tiers filled them for the values already stored with
 // frozen copies of this arithmetic (sql/20261122000020_value_minutes.up.sql,
@@ -121,8 +121,7 @@ func (s tileSums) args() []any {
 // tileColumns are the columns every tier has, in this order.
 const tileColumns = `variable_id, tile, n, sum, min, max, ks, m2, first_ts, first_value, last_ts, last_value, min_ts, max_ts`
 
-// addTilesSQL adds new rows' rollups to their tiles of tier i (a coarse tier: those
-// ending by the variable's coarse_until, coarseOnly). The spread merges by
+// addTilesSQL adds new rows' rollups to their tiles of tier i. The spread merges by
 // Chan et al.'s formula, both parts' shifted sums moved to the new min first (every
 // SET expression reads the row as it was):
 //
@@ -139,8 +138,7 @@ func addTilesSQL(i int) string {
 SELECT v, t, n, s, lo, hi, nullif(k, 'NaN'), nullif(q, 'NaN'), ft, fv, lt, lv, lot, hit
 FROM unnest($1::bigint[], $2::timestamptz[], $3::int[], $4::float8[], $5::float8[], $6::float8[],
             $7::float8[], $8::float8[], $9::timestamptz[], $10::float8[], $11::timestamptz[], $12::float8[],
-            $13::timestamptz[], $14::timestamptz[]) AS u(v, t, n, s, lo, hi, k, q, ft, fv, lt, lv, lot, hit)` +
-		coarseOnly(i, "u.v", "u.t") + `
+            $13::timestamptz[], $14::timestamptz[]) AS u(v, t, n, s, lo, hi, k, q, ft, fv, lt, lv, lot, hit)
 ON CONFLICT (variable_id, tile) DO UPDATE
 SET n = m.n + EXCLUDED.n, sum = m.sum + EXCLUDED.sum,
     min = least(m.min, EXCLUDED.min), max = greatest(m.max, EXCLUDED.max),
@@ -228,7 +226,7 @@ func recomputeTilesSQL(i int) string {
 		` < w.tile + INTERVAL '` + interval(t) + `'`
 	return `WITH wanted AS (
     SELECT DISTINCT w.* FROM unnest($1::bigint[], $2::timestamptz[]) AS w(variable_id, tile)` +
-		coarseOnly(i, "w.variable_id", "w.tile") + `
+		beforeMark(i, "w.variable_id", "w.tile") + `
 ), fresh (` + tileColumns + `) AS (
     SELECT f.* FROM wanted w CROSS JOIN LATERAL (
 ` + tileSource(i, cond) + `
@@ -246,15 +244,12 @@ SET n = EXCLUDED.n, sum = EXCLUDED.sum, min = EXCLUDED.min, max = EXCLUDED.max, 
     last_value = EXCLUDED.last_value, min_ts = EXCLUDED.min_ts, max_ts = EXCLUDED.max_ts`
 }
 
-// coarseOnly is the FROM item and condition that keep, in a statement on tier i's tiles
+// beforeMark is the FROM item and condition that keep, in a statement on tier i's tiles
 // (key and tile: SQL text naming a tile's variable and start), only the tiles that end by
-// their variable's coarse_until: nothing for the minutes, which are always kept.
-func coarseOnly(i int, key, tile string) string {
-	if i == 0 {
-		return ""
-	}
+// their variable's rollups_until, for callers that did not read the marks.
+func beforeMark(i int, key, tile string) string {
 	return `, variables cv
-WHERE cv.id = ` + key + ` AND ` + tile + ` + INTERVAL '` + interval(tiers.All[i]) + `' <= cv.coarse_until`
+WHERE cv.id = ` + key + ` AND ` + tile + ` + INTERVAL '` + interval(tiers.All[i]) + `' <= cv.rollups_until`
 }
 
 // sourceTime is the time column of tier i's source rows in a tileSource condition.
@@ -279,30 +274,50 @@ func perTier(sql func(i int) string) []string {
 	return out
 }
 
-// recomputeQueries recomputes every tier's tiles holding the given rows, finest first.
-func recomputeQueries(rows []row) []*pgx.QueuedQuery {
-	vars := make([]int64, len(rows))
-	for i, r := range rows {
-		vars[i] = r.variable
-	}
+// recomputeQueries recomputes every tier's tiles holding the given rows that end by
+// their variable's mark (marks: ms by key), finest first.
+func recomputeQueries(rows []row, marks map[int64]int64) []*pgx.QueuedQuery {
 	var qs []*pgx.QueuedQuery
 	for i, t := range tiers.All {
-		tiles := make([]time.Time, len(rows))
-		for j, r := range rows {
-			tiles[j] = time.UnixMilli(t.Floor(r.ts)).UTC()
+		before := rowsBefore(rows, marks, t)
+		if len(before) == 0 {
+			continue
+		}
+		vars, tiles := make([]int64, len(before)), make([]time.Time, len(before))
+		for j, r := range before {
+			vars[j], tiles[j] = r.variable, time.UnixMilli(t.Floor(r.ts)).UTC()
 		}
 		qs = append(qs, &pgx.QueuedQuery{SQL: recomputeSQL[i], Arguments: []any{vars, tiles}})
 	}
 	return qs
 }
 
-// addQueries adds the rows' rollups to every tier (rows all new).
-func addQueries(rows []row) []*pgx.QueuedQuery {
+// addQueries adds the rows' rollups (rows all new) to every tier's tiles that end by
+// their variable's mark.
+func addQueries(rows []row, marks map[int64]int64) []*pgx.QueuedQuery {
 	var qs []*pgx.QueuedQuery
 	for i, t := range tiers.All {
-		qs = append(qs, &pgx.QueuedQuery{SQL: addSQL[i], Arguments: sumTiles(rows, t).args()})
+		if before := rowsBefore(rows, marks, t); len(before) > 0 {
+			qs = append(qs, &pgx.QueuedQuery{SQL: addSQL[i], Arguments: sumTiles(before, t).args()})
+		}
 	}
 	return qs
+}
+
+// rowsBefore are the rows whose tile of t ends by their variable's mark: all of them, in
+// the same slice, when they all do (a load of history).
+func rowsBefore(rows []row, marks map[int64]int64, t tiers.Tier) []row {
+	before := func(r row) bool { return t.Floor(r.ts)+t.WidthMs() <= marks[r.variable] }
+	if !slices.ContainsFunc(rows, func(r row) bool { return !before(r) }) {
+		return rows
+	}
+	var out []row
+	for _, r := range rows {
+		if before(r) {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // Exec runs one statement with pgx's $n parameters, in the caller's transaction: a

@@ -324,12 +324,15 @@ func writeRows(ctx context.Context, tx pgx.Tx, rows []row, t targets, watched []
 	// Lock order: devices (ascending id) before their variables, in every writer. A
 	// writer that created variables already holds its device's row (the count
 	// trigger); taking variable rows first elsewhere would deadlock with it.
-	// The rollup tiers come after lastValueSQL: the variables' rows are locked then
-	// (see tiers.go). A batch owns its queued queries, so each gets new ones.
+	// The rollup tiers come after lastValueSQL, in a second round trip when any tile
+	// ends by its variable's mark (rollupmark.go): the variables' rows are locked then
+	// (see tiers.go), and lastValueSQL read their marks. A batch owns its queued
+	// queries, so each gets new ones.
 	var devicesSeen, varsSeen int64
 	var moved []string
+	var marks map[int64]int64
 	var prev map[int64]*int64
-	batch := func(valuesSQL string, tiles []*pgx.QueuedQuery) []*pgx.QueuedQuery {
+	batch := func(valuesSQL string) []*pgx.QueuedQuery {
 		varsSeen, moved = 0, moved[:0]
 		b := &pgx.Batch{}
 		if len(devIDs) > 1 {
@@ -360,10 +363,11 @@ func writeRows(ctx context.Context, tx pgx.Tx, rows []row, t targets, watched []
 		}
 		b.Queue(lastValueSQL, lv.vars, lv.labels, lv.ts, lv.vals, lv.ctxs).Query(func(rows pgx.Rows) error {
 			var err error
-			moved, varsSeen, err = movedPayloads(rows)
+			moved, marks, err = movedPayloads(rows)
+			varsSeen = int64(len(marks))
 			return err
 		})
-		return append(b.QueuedQueries, tiles...)
+		return b.QueuedQueries
 	}
 
 	// Fast path: a plain INSERT, about twice as fast as ON CONFLICT on a hypertable
@@ -371,20 +375,26 @@ func writeRows(ctx context.Context, tx pgx.Tx, rows []row, t targets, watched []
 	// make it fail with a unique violation: then the savepoint undoes it and the upsert
 	// runs instead, and the tiles it touched are recomputed rather than added to.
 	// Either way the same rows end up stored.
-	err := sendBatch(ctx, tx, append([]*pgx.QueuedQuery{{SQL: "SAVEPOINT fast_insert"}},
-		batch(insertValuesSQL, addQueries(rows))...))
+	tiles := addQueries
+	err := sendBatch(ctx, tx, append([]*pgx.QueuedQuery{{SQL: "SAVEPOINT fast_insert"}}, batch(insertValuesSQL)...))
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && pe.Code == "23505" {
 		if _, rerr := tx.Exec(ctx, "ROLLBACK TO SAVEPOINT fast_insert"); rerr != nil {
 			return nil, nil, fmt.Errorf("write values: %w", rerr)
 		}
-		err = sendBatch(ctx, tx, batch(upsertValuesSQL, recomputeQueries(rows)))
+		tiles = recomputeQueries
+		err = sendBatch(ctx, tx, batch(upsertValuesSQL))
 	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("write values: %w", err)
 	}
 	if devicesSeen != int64(len(devIDs)) || varsSeen != int64(len(lv.vars)) {
 		return nil, nil, errStale
+	}
+	if qs := tiles(rows, marks); len(qs) > 0 {
+		if err := sendBatch(ctx, tx, qs); err != nil {
+			return nil, nil, fmt.Errorf("write rollup tiles: %w", err)
+		}
 	}
 	return moved, prev, nil
 }
@@ -427,8 +437,9 @@ SET value = EXCLUDED.value, context = EXCLUDED.context, created_at = now()`
 // (and, for devices, are still active): the caller compares the rows they touched with
 // the targets it sent (errStale).
 //
-// Each row returns the last-value notification of its variable when this write moved
-// its lastValue (the new last_value_ts is this batch's newest timestamp for it), NULL
+// Each row returns its variable's rollup mark (rollupmark.go: which tiles the write
+// keeps) and the last-value notification of its variable when this write moved its
+// lastValue (the new last_value_ts is this batch's newest timestamp for it), NULL
 // otherwise: the payload of API.md §12's deliveries (pkg/mqtt reads it).
 const lastValueSQL = `UPDATE variables v SET
     last_activity      = now(),
@@ -439,7 +450,7 @@ const lastValueSQL = `UPDATE variables v SET
 FROM unnest($1::bigint[], $2::text[], $3::timestamptz[], $4::float8[], $5::jsonb[]) AS u(id, label, ts, value, context),
     devices d
 WHERE v.id = u.id AND v.label = u.label AND d.id = v.device_id
-RETURNING v.id, v.account_id, CASE WHEN v.last_value_ts = u.ts THEN
+RETURNING v.id, v.account_id, (extract(epoch FROM v.rollups_until) * 1000)::bigint, CASE WHEN v.last_value_ts = u.ts THEN
     jsonb_build_object('a', v.account_id, 'd', d.label, 'v', v.label, 'value', v.last_value,
         'ts', (extract(epoch FROM v.last_value_ts) * 1000)::bigint,
         'c', coalesce(v.last_value_context, '{}'::jsonb))::text END`
@@ -449,17 +460,17 @@ RETURNING v.id, v.account_id, CASE WHEN v.last_value_ts = u.ts THEN
 const maxNotifyPayload = 7900
 
 // movedPayloads reads lastValueSQL's rows: the payloads of the variables whose
-// lastValue moved, and how many variables the update matched.
-func movedPayloads(rows pgx.Rows) ([]string, int64, error) {
+// lastValue moved, and the rollup mark (ms) of each variable the update matched.
+func movedPayloads(rows pgx.Rows) ([]string, map[int64]int64, error) {
 	var out []string
-	var n int64
+	marks := map[int64]int64{}
 	for rows.Next() {
-		var id, account int64
+		var id, account, mark int64
 		var payload *string
-		if err := rows.Scan(&id, &account, &payload); err != nil {
-			return nil, 0, fmt.Errorf("read moved last values: %w", err)
+		if err := rows.Scan(&id, &account, &mark, &payload); err != nil {
+			return nil, nil, fmt.Errorf("read moved last values: %w", err)
 		}
-		n++
+		marks[id] = mark
 		switch {
 		case payload == nil:
 		case len(*payload) > maxNotifyPayload:
@@ -468,7 +479,7 @@ func movedPayloads(rows pgx.Rows) ([]string, int64, error) {
 			out = append(out, *payload)
 		}
 	}
-	return out, n, rows.Err()
+	return out, marks, rows.Err()
 }
 
 // notifyLastValuesSQL sends the payloads in a transaction of its own, after the write

@@ -30,9 +30,9 @@ type Variable struct {
 	LastValueCreated    *time.Time      `bun:"last_value_created"`
 	LastActivity        *time.Time      `bun:"last_activity"`
 	CreatedAt           time.Time       `bun:"created_at,nullzero"`
-	// CoarseUntil is internal (the rollup tiers' upkeep, pkg/ingest coarse.go), never
+	// RollupsUntil is internal (the rollup tiers' upkeep, pkg/ingest rollupmark.go), never
 	// shown; read with the row's other columns, set by the database only.
-	CoarseUntil time.Time `bun:"coarse_until,scanonly"`
+	RollupsUntil time.Time `bun:"rollups_until,scanonly"`
 
 	DevicePublicID string `bun:"device_public_id,scanonly"`
 	DeviceLabel    string `bun:"device_label,scanonly"`

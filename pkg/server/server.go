@@ -35,8 +35,8 @@ type Instance struct {
 	Events        *events.Service // event conditions and deliveries; Done when stopped
 }
 
-// HorizonTTL is how long an instance reuses the raw horizon and the coarse tiers' mark
-// it read (retention.Cache, api.Server.Coarse).
+// HorizonTTL is how long an instance reuses the raw horizon and the rollup tiles' mark
+// it read (retention.Cache, api.Server.Rollups).
 const HorizonTTL = 5 * time.Second
 
 // Start builds and runs an instance on db: the replicas, the LISTEN connection, the
@@ -63,7 +63,7 @@ func Start(ctx context.Context, db *store.DB, cfg config.Config, log *slog.Logge
 	in.Tokens = auth.NewTokens(db, in.cacheOptions("token"), in.Invalidations)
 	in.Tokens.Timeout = cfg.QueryTimeout
 	in.Horizon = retention.NewCache(db.Pool, HorizonTTL)
-	in.Coarse = cache.NewValue(HorizonTTL, func(ctx context.Context) (time.Time, error) { return ingest.CoarseUntil(ctx, db.Pool) })
+	in.Rollups = cache.NewValue(HorizonTTL, func(ctx context.Context) (time.Time, error) { return ingest.RollupsUntil(ctx, db.Pool) })
 	in.Budget = budget.New(db.Pool, cfg.WriteStopSize, in.Metrics.Registry, log)
 	if cfg.Retention.Size > 0 {
 		in.Budget.Retention = &budget.SizeRetention{Size: cfg.Retention.Size,
@@ -89,7 +89,7 @@ func Start(ctx context.Context, db *store.DB, cfg config.Config, log *slog.Logge
 	go in.Listener.Run(ctx)
 	go in.Ingest.Run(ctx)
 	go in.Events.Run(ctx)
-	go (&ingest.Store{Pool: db.Pool}).CoarsenLoop(ctx, log)
+	go (&ingest.Store{Pool: db.Pool}).CatchUpLoop(ctx, log)
 	return in, nil
 }
 
