@@ -18,16 +18,17 @@ const rollupsUsage = `Usage: sensorapi rollups rebuild|check [--since TIME]
 
 rebuild recomputes every rollup tier (tables value_minutes, value_quarters and
 value_days) of every variable from its values, one variable per transaction, while the
-service keeps running; --since is rounded down to its UTC day. The write path keeps
-the tiers exact; rebuild repairs what it did not see: values written by a binary older
+service keeps running; --since is rounded down to its UTC day. The write path and the
+catch-up job keep every tile that ends by its variable's mark exact (rollups_until,
+docs/queries.md); rebuild repairs what they did not see: values written by a binary older
 than the tiers during a rolling upgrade, or rows loaded into "values" by hand
 (docs/operations.md).
 
 Both start at the raw horizon at the earliest (sensorapi retention --help): before it
 the values were removed and the rollups are kept as they are.
 
-check compares every tier with the values, variable by variable, prints each tile that
-differs (count, min, max, first, last, the timestamps of min and max, or sum and
+check compares every tier with the values, variable by variable, up to each variable's
+mark (later tiles are not built yet), prints each tile that differs (count, min, max, first, last, the timestamps of min and max, or sum and
 spread beyond 1e-9 relative) and exits 1 if any does.
 
 Both print a progress line every 10 s: how many variables they have done.
