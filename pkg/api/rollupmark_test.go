@@ -163,3 +163,51 @@ func TestTilesFollowTheMark(t *testing.T) {
 	defer func() { refValues = func(_ string) string { return `"values"` } }()
 	check("packing")
 }
+
+// TestCatchUpIsolatesAFailingVariable: a variable whose tiles cannot be built (two
+// values of 1e308 in one minute: their sum overflows in SQL) keeps its own mark behind,
+// CatchUp says so, and every other variable's mark moves on.
+func TestCatchUpIsolatesAFailingVariable(t *testing.T) {
+	ctx := context.Background()
+	c := env.Client(t).As(env.NewAccount(t))
+	st := &ingest.Store{Pool: env.DB.Pool}
+	soon := time.Now().Add(time.Hour).Truncate(time.Minute).UnixMilli()
+	for _, d := range []struct {
+		path string
+		body []any
+	}{
+		{"/api/v1.6/devices/huge/h/values", []any{map[string]any{"value": 1e308, "timestamp": soon}, map[string]any{"value": 1e308, "timestamp": soon + 1000}}},
+		{"/api/v1.6/devices/fine/f/values", []any{map[string]any{"value": 1, "timestamp": soon}}},
+	} {
+		if r := c.Post(d.path, d.body); r.Status != 201 {
+			t.Fatalf("post %s: %d %s", d.path, r.Status, r.Body)
+		}
+	}
+	mark := func(device, variable string) time.Time {
+		t.Helper()
+		var m time.Time
+		if err := env.DB.Pool.QueryRow(ctx, `SELECT rollups_until FROM variables WHERE public_id = $1`,
+			variableIDIn(t, c, device, variable)).Scan(&m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	before := mark("huge", "h")
+	until := time.UnixMilli(soon + 2*3600_000).UTC()
+	_, err := st.CatchUp(ctx, until)
+	if err == nil || !strings.Contains(err.Error(), "out of range") {
+		t.Fatalf("CatchUp over a variable whose sum overflows: %v, want its error", err)
+	}
+	if m := mark("huge", "h"); !m.Equal(before) {
+		t.Fatalf("the failing variable's mark moved to %s", m)
+	}
+	if m := mark("fine", "f"); !m.Equal(until) {
+		t.Fatalf("another variable's mark is %s, want %s", m, until)
+	}
+	if r := c.Delete("/api/v2.0/devices/~huge"); r.Status != 204 {
+		t.Fatalf("delete device: %d %s", r.Status, r.Body)
+	}
+	if _, err := st.CatchUp(ctx, until); err != nil {
+		t.Fatalf("CatchUp without the failing variable: %v", err)
+	}
+}

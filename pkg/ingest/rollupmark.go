@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -50,7 +51,8 @@ const catchUpBatch = 50
 // lockBehindSQL locks the next variables whose mark is behind $1, in key order, skipping
 // those a writer holds: CatchUp never waits for a writer (so never deadlocks with one)
 // and takes the skipped ones at its next run.
-const lockBehindSQL = `SELECT id, rollups_until FROM variables WHERE rollups_until < $1 AND id > $2
+const lockBehindSQL = `SELECT id, rollups_until FROM variables
+WHERE rollups_until < $1 AND id > $2 AND ($4::bigint IS NULL OR id = $4)
 ORDER BY id LIMIT $3 FOR NO KEY UPDATE SKIP LOCKED`
 
 // catchUpDeleteSQL and catchUpInsertSQL rebuild tier i's tiles in [lo, $3) of each
@@ -74,30 +76,46 @@ const moveMarkSQL = `UPDATE variables SET rollups_until = $2 WHERE id = ANY($1)`
 // it rebuilds from the tier below the tiles that start in [the mark's tile, until's
 // tile): those that end in (mark, until]; a tile holding until is left for a later run.
 // Packed days are never among them (the packer packs only days before the mark).
-// Variables a writer holds at that moment are skipped until the next run.
+// Variables a writer holds at that moment are skipped until the next run. A batch that
+// fails is done again one variable at a time, so that one variable whose tiles cannot be
+// built keeps only its own mark behind (and the readers' smallest mark: slower reads,
+// never wrong ones); the first such error is returned after the others moved.
 func (s *Store) CatchUp(ctx context.Context, until time.Time) (int, error) {
 	until = until.UTC()
 	moved := 0
+	var failed error
 	for after := int64(0); ; {
-		n, last, err := s.catchUpNext(ctx, until, after)
-		if err != nil {
+		ids, err := s.catchUpNext(ctx, until, after, nil)
+		switch {
+		case err == nil:
+			moved += len(ids)
+		case ctx.Err() != nil || len(ids) == 0:
 			return moved, err
+		default: // one variable may be at fault: the others go on alone
+			for _, id := range ids {
+				if _, err := s.catchUpNext(ctx, until, id-1, &id); err != nil {
+					failed = cmp.Or(failed, err)
+					continue
+				}
+				moved++
+			}
 		}
-		if n == 0 {
-			return moved, nil
+		if len(ids) == 0 {
+			return moved, failed
 		}
-		moved, after = moved+n, last
+		after = ids[len(ids)-1]
 	}
 }
 
-// catchUpNext moves the marks of the next batch of variables after key after, in one
-// transaction: how many, and the last key it moved.
-func (s *Store) catchUpNext(ctx context.Context, until time.Time, after int64) (int, int64, error) {
+// catchUpNext moves the marks of the next batch of variables after key after (of the
+// variable only, when not nil), in one transaction, and returns the variables it took:
+// moved unless it failed; none when no variable was behind.
+func (s *Store) catchUpNext(ctx context.Context, until time.Time, after int64, only *int64) ([]int64, error) {
 	var ids []int64
 	err := pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
 		var marks []time.Time
 		ids = ids[:0]
-		rows, err := tx.Query(ctx, lockBehindSQL, until, after, catchUpBatch)
+		rows, err := tx.Query(ctx, lockBehindSQL, until, after, catchUpBatch, only)
 		if err != nil {
 			return err
 		}
@@ -126,12 +144,9 @@ func (s *Store) catchUpNext(ctx context.Context, until time.Time, after int64) (
 		return tx.SendBatch(ctx, b).Close()
 	})
 	if err != nil {
-		return 0, 0, fmt.Errorf("build rollup tiles up to %s: %w", until.Format(time.RFC3339), err)
+		return ids, fmt.Errorf("build rollup tiles of variables %v up to %s: %w", ids, until.Format(time.RFC3339), err)
 	}
-	if len(ids) == 0 {
-		return 0, 0, nil
-	}
-	return len(ids), ids[len(ids)-1], nil
+	return ids, nil
 }
 
 // CatchUpNow is CatchUp up to the database's current minute.
