@@ -88,10 +88,9 @@ type TierBounds struct {
 	RollupsUntil *time.Time
 }
 
-// newCover splits [start, end] over the first usable tiers (0: raw values only), up
-// to b.RollupsUntil. An end before the raw horizon (retention
-// removed the values before it) is rounded outward to its minute: the tiers answer for
-// it (API.md §16).
+// newCover splits [start, end] over the first usable tiers (0: raw values only), up to
+// b.RollupsUntil. An end before the raw horizon (retention removed the values before
+// it) is rounded outward to its minute: the tiers answer for it (API.md §16).
 func newCover(start, end *time.Time, usable int, b TierBounds) cover {
 	horizon := b.RawHorizon
 	s, e := int64(0), time.Now().Add(-nowMargin).UnixMilli() // no start: from the first value (timestamps are ≥ 0)

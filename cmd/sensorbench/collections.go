@@ -59,8 +59,9 @@ func benchCollections(ctx context.Context, h *benchharness.Harness, d time.Durat
 	send := func(ctx context.Context, first int, ts int64) error {
 		return client.Do(ctx, http.MethodPost, "/api/v1.6/collections/values", collectionBody(ids, first, ts))
 	}
-	// current data (what a gateway buffered a moment ago: no rollup tile holds it yet),
-	// then late data, ten minutes old: its tiles exist, and the write adds to them
+	// current data (what a gateway buffered a moment ago: past the rollup marks, so no
+	// tile is written), then late data, ten minutes old: before the marks, so the write
+	// keeps its tiles too
 	current := runRequests(ctx, d, len(ids), time.Now(), send)
 	late := runRequests(ctx, d, len(ids), time.Now().Add(-10*time.Minute), send)
 	peak := rss.Stop()
@@ -74,7 +75,7 @@ func benchCollections(ctx context.Context, h *benchharness.Harness, d time.Durat
 		n, collectionsDots, collectionsBlock, collectionsPoints, d)
 	printDots(fmt.Sprintf("naive floor (%d pgx conns, INSERT+UPDATE/request)", collectionsClients), floor)
 	printDots(fmt.Sprintf("HTTP, current data (%d clients, POST …/collections/values)", collectionsClients), current)
-	printDots("HTTP, the same ten minutes late (into existing tiles)", late)
+	printDots("HTTP, the same ten minutes late (tiles kept by the write)", late)
 	fmt.Printf("  http / naive floor: %.2f× current, %.2f× late (target ≥ 1.5×)   dots stored %d, acknowledged %d   server peak RSS %.0f MiB\n\n",
 		current.rate()/floor.rate(), late.rate()/floor.rate(), stored, acked, peak)
 	if stored != acked {

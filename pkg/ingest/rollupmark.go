@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/sensordata/sensorapi/pkg/tiers"
 )
@@ -28,16 +29,11 @@ const minuteSQL = `date_trunc('minute', now())`
 // created later starts at its own creation's minute, not before it).
 const rollupsUntilSQL = `SELECT coalesce(min(rollups_until), ` + minuteSQL + `) FROM variables`
 
-// Querier reads one row: a *pgxpool.Pool, *pgx.Conn or pgx.Tx.
-type Querier interface {
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
-
 // RollupsUntil is the time before which every variable's tiles are complete: a read may
 // take the tiles that end by it (querybuilder.TierBounds).
-func RollupsUntil(ctx context.Context, q Querier) (time.Time, error) {
+func RollupsUntil(ctx context.Context, pool *pgxpool.Pool) (time.Time, error) {
 	var t time.Time
-	if err := q.QueryRow(ctx, rollupsUntilSQL).Scan(&t); err != nil {
+	if err := pool.QueryRow(ctx, rollupsUntilSQL).Scan(&t); err != nil {
 		return time.Time{}, fmt.Errorf("read the rollup tiles' mark: %w", err)
 	}
 	return t.UTC(), nil

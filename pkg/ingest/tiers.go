@@ -121,7 +121,7 @@ func (s tileSums) args() []any {
 // tileColumns are the columns every tier has, in this order.
 const tileColumns = `variable_id, tile, n, sum, min, max, ks, m2, first_ts, first_value, last_ts, last_value, min_ts, max_ts`
 
-// addTilesSQL adds new rows' rollups to their tiles of tier i. The spread merges by
+// addTilesSQL adds new rows' rollups to their tiles of one tier. The spread merges by
 // Chan et al.'s formula, both parts' shifted sums moved to the new min first (every
 // SET expression reads the row as it was):
 //
@@ -132,9 +132,8 @@ const tileColumns = `variable_id, tile, n, sum, min, max, ks, m2, first_ts, firs
 // rows never share a timestamp with stored ones (that is the upsert path), so the
 // first and last dots are the older and newer of the two parts'; ties on min or max
 // keep the earlier timestamp.
-func addTilesSQL(i int) string {
-	t := tiers.All[i]
-	return `INSERT INTO ` + t.Table + ` AS m (` + tileColumns + `)
+func addTilesSQL(table string) string {
+	return `INSERT INTO ` + table + ` AS m (` + tileColumns + `)
 SELECT v, t, n, s, lo, hi, nullif(k, 'NaN'), nullif(q, 'NaN'), ft, fv, lt, lv, lot, hit
 FROM unnest($1::bigint[], $2::timestamptz[], $3::int[], $4::float8[], $5::float8[], $6::float8[],
             $7::float8[], $8::float8[], $9::timestamptz[], $10::float8[], $11::timestamptz[], $12::float8[],
@@ -262,7 +261,7 @@ func sourceTime(i int) string {
 
 // The write path's statements per tier, built once (every write batch sends them).
 var (
-	addSQL       = perTier(addTilesSQL)
+	addSQL       = perTier(func(i int) string { return addTilesSQL(tiers.All[i].Table) })
 	recomputeSQL = perTier(recomputeTilesSQL)
 )
 
