@@ -201,6 +201,7 @@ func TestWritesIntoPackedDaysProperty(t *testing.T) {
 	key := variableKey(t, "prop", "p")
 	id := c.Get("/api/v2.0/devices/~prop/variables/~p").Object(t)["id"].(string)
 
+	packedSteps := 0
 	for step := range 40 {
 		var what string
 		switch op := rng.IntN(6); op {
@@ -240,9 +241,16 @@ func TestWritesIntoPackedDaysProperty(t *testing.T) {
 			what = fmt.Sprintf("pack: %d days", res.Days)
 		}
 		checkModel(t, c, rng, fmt.Sprintf("step %d (%s)", step, what), id, key, m, first, last)
+		if count(t, `SELECT count(*) FROM values_packed WHERE variable_id = $1`, key) > 0 {
+			packedSteps++
+		}
 	}
-	if n := count(t, `SELECT count(*) FROM values_packed WHERE variable_id = $1`, key); n == 0 {
-		t.Error("no day was packed at the end: the test did not test the packed layout")
+	// Whether a packed day is left at the end depends on where the clock puts the
+	// random timestamps (later writes unpack days, deletes empty them): count the steps
+	// that ended with packed days instead.
+	t.Logf("%d of 40 steps ended with a packed day", packedSteps)
+	if packedSteps < 5 {
+		t.Errorf("%d of 40 steps ended with a packed day: the test hardly tested the packed layout", packedSteps)
 	}
 }
 
