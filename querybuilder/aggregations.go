@@ -92,14 +92,14 @@ var aggregations = []aggregation{
 		answer:   func(r *StatisticsRow) (any, *time.Time) { return r.N, nil },
 		resample: &resampleAggregation{listed: 4, expr: "sum(n)::float8", cols: []string{"n"}, fill: "0::float8"},
 		v16:      &v16Statistic{name: "count", listed: 6, expr: "coalesce(sum(x.n), 0)::float8"}},
-	{name: AggSum, summary: []string{"sum(x.sum) AS sum_value"},
+	{name: AggSum, summary: []string{finite(SumSQL("x.sum")) + " AS sum_value"},
 		answer:   func(r *StatisticsRow) (any, *time.Time) { return r.SumValue, nil },
-		resample: &resampleAggregation{listed: 5, expr: "sum(sum)", cols: []string{"sum"}, fill: "0::float8"},
-		v16:      &v16Statistic{name: "sum", listed: 5, expr: "coalesce(sum(x.sum), 0)"}},
-	{name: AggMean, summary: []string{"sum(x.sum) / sum(x.n) AS mean_value"},
+		resample: &resampleAggregation{listed: 5, expr: finite(SumSQL("sum")), cols: []string{"sum"}, fill: "0::float8"},
+		v16:      &v16Statistic{name: "sum", listed: 5, expr: finite("coalesce(" + SumSQL("x.sum") + ", 0)")}},
+	{name: AggMean, summary: []string{finite(SumSQL("x.sum")+" / sum(x.n)") + " AS mean_value"},
 		answer:   func(r *StatisticsRow) (any, *time.Time) { return r.MeanValue, nil },
-		resample: &resampleAggregation{listed: 1, expr: "sum(sum) / sum(n)", cols: []string{"n", "sum"}, fill: "NULL::float8"},
-		v16:      &v16Statistic{name: "mean", listed: 1, expr: "sum(x.sum) / sum(x.n)"}},
+		resample: &resampleAggregation{listed: 1, expr: finite(SumSQL("sum") + " / sum(n)"), cols: []string{"n", "sum"}, fill: "NULL::float8"},
+		v16:      &v16Statistic{name: "mean", listed: 1, expr: finite(SumSQL("x.sum") + " / sum(x.n)")}},
 	{name: AggStd, spread: "sqrt(sd.var_value) AS std_value",
 		answer: func(r *StatisticsRow) (any, *time.Time) { return r.StdValue, nil },
 		v16:    &v16Statistic{name: "variance", listed: 2}},
@@ -107,6 +107,23 @@ var aggregations = []aggregation{
 	{name: AggP50, fraction: "0.5", answer: func(r *StatisticsRow) (any, *time.Time) { return r.P50Value, nil }},
 	{name: AggP75, fraction: "0.75", answer: func(r *StatisticsRow) (any, *time.Time) { return r.P75Value, nil }},
 }
+
+// SumSQL is the sum of the float8 expression x over a group as IEEE arithmetic gives
+// it, ±Infinity past the largest double, where PostgreSQL's sum raises "value out of
+// range" (sql/20261129000001_ieee_arithmetic.up.sql): the plain sum of the terms below 1e290
+// joined with the scaled sum of the others.
+func SumSQL(x string) string { return sumOver(x, "") }
+
+// sumOver is SumSQL as a window function over the window over ("OVER (…)"; "": the
+// plain aggregate).
+func sumOver(x, over string) string {
+	return "ieee_join(sum(" + x + ") FILTER (WHERE abs(" + x + ") < 1e290)" + over +
+		", sum(ieee_down(" + x + ")) FILTER (WHERE NOT abs(" + x + ") < 1e290)" + over + ")"
+}
+
+// finite is the SQL expression x, NULL where it is not finite: sums and means past the
+// largest double are answered as null (JSON has no infinities).
+func finite(x string) string { return "ieee_finite(" + x + ")" }
 
 // Aggregations lists every aggregation in canonical order (the default of a request).
 var Aggregations = func() []string {

@@ -380,12 +380,18 @@ func pointwise(n *Expr, a []sq.Sqlizer) (sq.Sqlizer, error) {
 		return x("(%0 = 0)::int::float8", a[0]), nil // not
 	case ExprBinary:
 		switch n.Op {
-		case "+", "-", "*":
-			return x("%0 "+n.Op+" %1", a[0], a[1]), nil
+		// IEEE arithmetic (sql/20261129000001_ieee_arithmetic.up.sql): PostgreSQL's operators
+		// raise an error where it overflows or underflows
+		case "+":
+			return x("finite_add(%0, %1)", a[0], a[1]), nil
+		case "-":
+			return x("finite_add(%0, -(%1))", a[0], a[1]), nil
+		case "*":
+			return x("finite_mul(%0, %1)", a[0], a[1]), nil
 		case "/":
-			return x("%0 / nullif(%1, 0)", a[0], a[1]), nil
+			return x("finite_div(%0, %1)", a[0], a[1]), nil
 		case "%": // the sign of the divisor, as pandas and Python
-			return x("%0 - %1 * floor(%0 / nullif(%1, 0))", a[0], a[1]), nil
+			return x("finite_add(%0, -finite_mul(%1, floor(finite_div(%0, %1))))", a[0], a[1]), nil
 		case "^":
 			return x(`CASE WHEN %0 = 0 AND %1 > 0 THEN 0::float8 WHEN %0 = 0 AND %1 = 0 THEN 1::float8
   WHEN %0 <> 0 AND (%0 > 0 OR %1 = trunc(%1)) AND %1 * ln(abs(%0)) BETWEEN `+minLn+` AND `+maxLn+` THEN power(%0, %1) END`, a[0], a[1]), nil
@@ -447,11 +453,11 @@ func (c *synthCompiler) seriesFunc(e *Expr, b span) (sq.Sqlizer, error) {
 	var v string
 	switch e.Op {
 	case "diff":
-		v = "w.value - lag(w.value) OVER (ORDER BY w.ts)"
+		v = "finite_add(w.value, -lag(w.value) OVER (ORDER BY w.ts))"
 	case "shift":
 		v = fmt.Sprintf("lag(w.value, %d) OVER (ORDER BY w.ts)", n)
 	default:
-		v = "sum(w.value) OVER (ORDER BY w.ts ROWS UNBOUNDED PRECEDING)"
+		v = finite(sumOver("w.value", " OVER (ORDER BY w.ts ROWS UNBOUNDED PRECEDING)"))
 	}
 	a := c.next("f")
 	return sq.ConcatExpr("SELECT "+a+".ts, "+a+".value FROM (\nSELECT w.ts, "+v+" AS value FROM (\n", arg,

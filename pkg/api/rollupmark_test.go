@@ -164,9 +164,9 @@ func TestTilesFollowTheMark(t *testing.T) {
 	check("packing")
 }
 
-// TestCatchUpIsolatesAFailingVariable: a variable whose tiles cannot be built (two
-// values of 1e308 in one minute: their sum overflows in SQL) keeps its own mark behind,
-// CatchUp says so, and every other variable's mark moves on.
+// TestCatchUpIsolatesAFailingVariable: a variable whose tiles cannot be built (a test
+// trigger refuses its minute tiles) keeps its own mark behind, CatchUp says so, and every
+// other variable's mark moves on.
 func TestCatchUpIsolatesAFailingVariable(t *testing.T) {
 	ctx := context.Background()
 	c := env.Client(t).As(env.NewAccount(t))
@@ -176,13 +176,25 @@ func TestCatchUpIsolatesAFailingVariable(t *testing.T) {
 		path string
 		body []any
 	}{
-		{"/api/v1.6/devices/huge/h/values", []any{map[string]any{"value": 1e308, "timestamp": soon}, map[string]any{"value": 1e308, "timestamp": soon + 1000}}},
+		{"/api/v1.6/devices/huge/h/values", []any{map[string]any{"value": 1, "timestamp": soon}, map[string]any{"value": 2, "timestamp": soon + 1000}}},
 		{"/api/v1.6/devices/fine/f/values", []any{map[string]any{"value": 1, "timestamp": soon}}},
 	} {
 		if r := c.Post(d.path, d.body); r.Status != 201 {
 			t.Fatalf("post %s: %d %s", d.path, r.Status, r.Body)
 		}
 	}
+	var failing int64
+	if err := env.DB.Pool.QueryRow(ctx, `SELECT id FROM variables WHERE public_id = $1`, variableIDIn(t, c, "huge", "h")).Scan(&failing); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.DB.Pool.Exec(ctx, fmt.Sprintf(`CREATE FUNCTION refuse_%[1]d() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN IF NEW.variable_id = %[1]d THEN RAISE EXCEPTION 'refused by the test'; END IF; RETURN NEW; END $$;
+		CREATE TRIGGER refuse_%[1]d BEFORE INSERT ON value_minutes FOR EACH ROW EXECUTE FUNCTION refuse_%[1]d()`, failing)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = env.DB.Pool.Exec(ctx, fmt.Sprintf(`DROP TRIGGER IF EXISTS refuse_%[1]d ON value_minutes; DROP FUNCTION IF EXISTS refuse_%[1]d()`, failing))
+	})
 	mark := func(device, variable string) time.Time {
 		t.Helper()
 		var m time.Time
@@ -195,8 +207,8 @@ func TestCatchUpIsolatesAFailingVariable(t *testing.T) {
 	before := mark("huge", "h")
 	until := time.UnixMilli(soon + 2*3600_000).UTC()
 	_, err := st.CatchUp(ctx, until)
-	if err == nil || !strings.Contains(err.Error(), "out of range") {
-		t.Fatalf("CatchUp over a variable whose sum overflows: %v, want its error", err)
+	if err == nil || !strings.Contains(err.Error(), "refused by the test") {
+		t.Fatalf("CatchUp over a variable whose tiles are refused: %v, want its error", err)
 	}
 	if m := mark("huge", "h"); !m.Equal(before) {
 		t.Fatalf("the failing variable's mark moved to %s", m)

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sensordata/sensorapi/pkg/tiers"
+	"github.com/sensordata/sensorapi/querybuilder"
 )
 
 // The rollup tiers (pkg/tiers: minutes, quarters, days) change in the same transaction
@@ -139,7 +140,7 @@ FROM unnest($1::bigint[], $2::timestamptz[], $3::int[], $4::float8[], $5::float8
             $7::float8[], $8::float8[], $9::timestamptz[], $10::float8[], $11::timestamptz[], $12::float8[],
             $13::timestamptz[], $14::timestamptz[]) AS u(v, t, n, s, lo, hi, k, q, ft, fv, lt, lv, lot, hit)
 ON CONFLICT (variable_id, tile) DO UPDATE
-SET n = m.n + EXCLUDED.n, sum = m.sum + EXCLUDED.sum,
+SET n = m.n + EXCLUDED.n, sum = ieee_add(m.sum, EXCLUDED.sum),
     min = least(m.min, EXCLUDED.min), max = greatest(m.max, EXCLUDED.max),
     ks = CASE WHEN m.ks IS NOT NULL AND EXCLUDED.ks IS NOT NULL -- both within ±1e150: nothing overflows
         THEN m.ks + m.n * (m.min - least(m.min, EXCLUDED.min))
@@ -172,7 +173,7 @@ const (
 // query's columns as x.*): the columns of tileColumns. The spread is shifted by each
 // tile's min (see addTilesSQL).
 func rawTileSQL(width, from, cond string) string {
-	return `SELECT variable_id, tile, count(*)::int, sum(value), min(value), max(value),
+	return `SELECT variable_id, tile, count(*)::int, ` + querybuilder.SumSQL("value") + `, min(value), max(value),
        -- the FILTERs keep the aggregates from overflowing; the CASEs drop what they saw
        CASE WHEN max(abs(value)) <= 1e150 THEN sum(value - lo) FILTER (WHERE abs(lo) <= 1e150 AND abs(value) <= 1e150) END,
        CASE WHEN max(abs(value)) <= 1e150 THEN var_pop(value - lo) FILTER (WHERE abs(lo) <= 1e150 AND abs(value) <= 1e150) * count(*) END,
@@ -190,7 +191,7 @@ GROUP BY variable_id, tile`
 // m2 = Σ m2 + Σ n(a − ā)², ā = ks / Σ n (the windows give every child its tile's min
 // and ā). A child without a spread leaves the tile without one.
 func mergeTileSQL(child, width, cond string) string {
-	return `SELECT variable_id, parent, sum(n)::int, sum(sum), min(min), max(max),
+	return `SELECT variable_id, parent, sum(n)::int, ` + querybuilder.SumSQL("sum") + `, min(min), max(max),
        CASE WHEN count(*) = count(ks) THEN sum(n * a) END,
        CASE WHEN count(*) = count(ks) THEN sum(m2) + sum(n * power(a - abar, 2)) END,
        min(first_ts), first(first_value, first_ts), max(last_ts), last(last_value, last_ts),

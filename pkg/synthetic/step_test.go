@@ -2,6 +2,7 @@ package synthetic_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -12,7 +13,7 @@ import (
 )
 
 // TestStepManyVariables gives one step the to-do of several synthetic variables: four
-// that compute and one whose arithmetic overflows. The step's batch fails with the bad
+// that compute and one whose values cannot be stored (a test trigger refuses them). The step's batch fails with the bad
 // one; each variable is then done again alone: the four commit (their to-do goes, their
 // values equal the recomputation), the bad one's to-do stays, postponed (attempts 1, due
 // later), counted as failed. Then a step of the four alone commits as one batch.
@@ -32,7 +33,7 @@ func TestStepManyVariables(t *testing.T) {
 		{"b", "{{m.x}} * 2"},
 		{"c", `mean({{m.x}}, "1H")`},
 		{"d", "diff({{m.x}})"},
-		{"bad", "{{m.y}} * 1e300"},
+		{"bad", "{{m.y}} * 2"}, // its values are refused by a trigger (below)
 	}
 	var keys []int64
 	var bad int64
@@ -46,10 +47,17 @@ func TestStepManyVariables(t *testing.T) {
 			keys = append(keys, k)
 		}
 	}
-	// the bad variable would fail every retry of the instances' workers: gone at the end
+	// every value of the bad variable fails to store, as an expression that keeps failing
+	// would; it would fail every retry of the instances' workers: gone at the end
+	if _, err := env.DB.Pool.Exec(ctx, fmt.Sprintf(`CREATE FUNCTION refuse_%[1]d() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN IF NEW.variable_id = %[1]d THEN RAISE EXCEPTION 'refused by the test'; END IF; RETURN NEW; END $$;
+		CREATE TRIGGER refuse_%[1]d BEFORE INSERT ON "values" FOR EACH ROW EXECUTE FUNCTION refuse_%[1]d()`, bad)); err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
 		c.Delete("/api/v2.0/variables/" + badID)
 		_, _ = env.DB.Pool.Exec(ctx, `DELETE FROM synthetic_dirty WHERE variable_id = $1`, bad)
+		_, _ = env.DB.Pool.Exec(ctx, fmt.Sprintf(`DROP TRIGGER refuse_%[1]d ON "values"; DROP FUNCTION refuse_%[1]d()`, bad))
 	})
 	quiesce(t, 20*time.Second) // the definitions' settling recomputes
 	// inputs written behind the upkeep's back (no to-do), then to-do rows the instances'
@@ -69,8 +77,8 @@ func TestStepManyVariables(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	u := synthetic.NewUpkeep(env.DB.Pool, env.Log, reg)
 	did, err := u.StepRows(ctx, ids)
-	if !did || err == nil || !strings.Contains(err.Error(), "overflow") {
-		t.Fatalf("step: did %v, err %v; want the bad variable's overflow", did, err)
+	if !did || err == nil || !strings.Contains(err.Error(), "refused by the test") {
+		t.Fatalf("step: did %v, err %v; want the bad variable's refusal", did, err)
 	}
 	var left []int64
 	var attempts int

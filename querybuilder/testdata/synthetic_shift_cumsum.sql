@@ -1,9 +1,9 @@
 SELECT s.ts, s.value
 FROM (
 SELECT p.ts, p.value FROM (
-SELECT s2.ts, (s2.value) - (s4.value) AS value
+SELECT s2.ts, finite_add((s2.value), -((s4.value))) AS value
 FROM (SELECT f1.ts, f1.value FROM (
-SELECT w.ts, sum(w.value) OVER (ORDER BY w.ts ROWS UNBOUNDED PRECEDING) AS value FROM (
+SELECT w.ts, ieee_finite(ieee_join(sum(w.value) FILTER (WHERE abs(w.value) < 1e290) OVER (ORDER BY w.ts ROWS UNBOUNDED PRECEDING), sum(ieee_down(w.value)) FILTER (WHERE NOT abs(w.value) < 1e290) OVER (ORDER BY w.ts ROWS UNBOUNDED PRECEDING))) AS value FROM (
 SELECT ts, value FROM "values" WHERE variable_id = ?::bigint AND TRUE
 UNION ALL SELECT ts, value FROM packed_dots('-infinity'::timestamptz, 'infinity'::timestamptz) WHERE variable_id = ?::bigint OFFSET 0
 ) w

@@ -3,7 +3,7 @@ FROM (
 SELECT w5.ts, w5.value FROM (
 WITH pts AS (
   SELECT ts, value, 1 AS n, value AS sum, value AS min, value AS max FROM (SELECT p.ts, p.value FROM (
-SELECT s3.ts, (s3.value) * (s4.value) AS value
+SELECT s3.ts, finite_mul((s3.value), (s4.value)) AS value
 FROM (SELECT ts, value FROM "values" WHERE variable_id = ?::bigint AND ts >= (?::timestamptz - interval '93600 seconds') AND ts <= (?::timestamptz + interval '93600 seconds')
 UNION ALL SELECT ts, value FROM packed_dots((?::timestamptz - interval '93600 seconds')::timestamptz, (?::timestamptz + interval '93600 seconds')::timestamptz) WHERE variable_id = ?::bigint OFFSET 0) s3
 JOIN (SELECT ts, value FROM "values" WHERE variable_id = ?::bigint AND ts >= (?::timestamptz - interval '93600 seconds') AND ts <= (?::timestamptz + interval '93600 seconds')
@@ -12,7 +12,7 @@ UNION ALL SELECT ts, value FROM packed_dots((?::timestamptz - interval '93600 se
 ),
 origin AS MATERIALIZED (
   SELECT (fp.ts AT TIME ZONE ?)::date AS day FROM (SELECT q.ts FROM (SELECT p.ts, p.value FROM (
-SELECT s1.ts, (s1.value) * (s2.value) AS value
+SELECT s1.ts, finite_mul((s1.value), (s2.value)) AS value
 FROM (SELECT ts, value FROM "values" WHERE variable_id = ?::bigint AND TRUE
 UNION ALL SELECT ts, value FROM packed_dots('-infinity'::timestamptz, 'infinity'::timestamptz) WHERE variable_id = ?::bigint OFFSET 0) s1
 JOIN (SELECT ts, value FROM "values" WHERE variable_id = ?::bigint AND TRUE
@@ -22,7 +22,7 @@ UNION ALL SELECT ts, value FROM packed_dots('-infinity'::timestamptz, 'infinity'
 SELECT least(g.key AT TIME ZONE ?, (
     SELECT e FROM (SELECT (g.key - interval '1 day') AT TIME ZONE ? + interval '24 hours' AS e) x
     WHERE e AT TIME ZONE ? = g.key)) AS ts, g.value FROM (
-  SELECT ((SELECT day FROM origin) + ((pts.ts AT TIME ZONE ?)::date - (SELECT day FROM origin)) / ? * ?)::timestamp AS key, sum(sum) AS value FROM pts GROUP BY 1
+  SELECT ((SELECT day FROM origin) + ((pts.ts AT TIME ZONE ?)::date - (SELECT day FROM origin)) / ? * ?)::timestamp AS key, ieee_finite(ieee_join(sum(sum) FILTER (WHERE abs(sum) < 1e290), sum(ieee_down(sum)) FILTER (WHERE NOT abs(sum) < 1e290))) AS value FROM pts GROUP BY 1
 ) g
 ) w5 WHERE w5.value IS NOT NULL AND w5.ts >= ?::timestamptz AND w5.ts <= ?::timestamptz
 ) s

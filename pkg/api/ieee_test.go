@@ -1,0 +1,72 @@
+package api_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/sensordata/sensorapi/pkg/ingest"
+)
+
+// TestSumsPastTheLargestDouble: values are any finite doubles, so sums of them can pass
+// the largest one. Two requests each writing 1e308 into the same old minute were a 500
+// (the tile's SQL sum raised "value out of range"); now every write is stored, sums and
+// means past the largest double read as null (IEEE gives ±Infinity; JSON has none),
+// the tiles stay exact, the catch-up job builds such tiles, and a synthetic expression
+// has no value where its arithmetic overflows.
+func TestSumsPastTheLargestDouble(t *testing.T) {
+	ctx := context.Background()
+	c, _ := freshClient(t)
+	old := time.Now().Add(-72 * time.Hour).Truncate(time.Hour).UnixMilli()
+	now := time.Now().Truncate(time.Minute).UnixMilli()
+	// late values (their tiles are added to by the write), then current ones (by CatchUp)
+	for _, ts := range []int64{old, old + 1000, old + 61_000, now, now + 1} {
+		postDots(t, c, "huge", "h", [2]float64{float64(ts), 1e308})
+	}
+	postDots(t, c, "huge", "h", [2]float64{float64(old + 120_000), 5})
+	id := variableIDIn(t, c, "huge", "h")
+	if _, err := (&ingest.Store{Pool: env.DB.Pool}).CatchUp(ctx, time.UnixMilli(now+120_000)); err != nil {
+		t.Fatalf("CatchUp over tiles whose sums pass the largest double: %v", err)
+	}
+	if drift, _ := rollupDrift(t); drift != 0 {
+		t.Fatalf("%d tiles differ from their values", drift)
+	}
+
+	stat := func(agg string, start, end int64) any {
+		t.Helper()
+		r := expectStatus(t, c.Get(fmt.Sprintf("/api/v1.6/variables/%s/statistics/%s/%d/%d", id, agg, start, end)), 200)
+		return r[agg]
+	}
+	end := now + 60_000
+	for agg, want := range map[string]any{"sum": nil, "mean": nil, "count": 6.0, "max": 1e308, "min": 5.0} {
+		if got := stat(agg, old-3600_000, end); got != want {
+			t.Errorf("v1.6 %s over everything: %v, want %v", agg, got, want)
+		}
+	}
+	if got := stat("sum", old, old+999); got != 1e308 {
+		t.Errorf("v1.6 sum of one value: %v, want 1e308", got)
+	}
+	if got := stat("mean", old+61_000, old+120_000); got != (1e308+5)/2 {
+		t.Errorf("v1.6 mean of a finite sum: %v", got)
+	}
+	r := postStats(t, c, statsBody{"start": old - 3600_000, "end": end, "variables": []any{statsBody{"variable": id}},
+		"aggregations": []string{"count", "sum", "mean", "max"}})
+	res := entry(t, r, 0)["results"].(map[string]any)
+	if res["sum"].(map[string]any)["value"] != nil || res["mean"].(map[string]any)["value"] != nil ||
+		res["count"].(map[string]any)["value"] != 6.0 {
+		t.Errorf("E7: %v", res)
+	}
+	for _, agg := range []string{"sum", "mean"} {
+		r := expectStatus(t, c.Post(resamplePath, map[string]any{"variables": []string{id}, "aggregation": agg, "period": "1D",
+			"start": old - 86_400_000, "end": end}), 200)
+		first := r["results"].([]any)[0].([]any)[0].([]any) // the day of the three 1e308
+		if first[1] != nil {
+			t.Errorf("E8 %s of the day past the largest double: %v, want null", agg, first[1])
+		}
+	}
+
+	// synthetic: no value where the product overflows, the others computed
+	s := createVariable(t, c, "~huge", map[string]any{"label": "twice", "syntheticExpression": "{{huge.h}} * 2 - 1e308"})
+	waitValues(t, c, jsonString(s, "id"), map[int64]float64{old + 120_000: 10 - 1e308}, liveBound)
+}
