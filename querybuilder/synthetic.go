@@ -287,19 +287,25 @@ UNION ALL SELECT ts, value FROM packed_dots(`, b.packed(), `) WHERE variable_id 
 	case e.Kind == ExprCall && Functions[e.Op].Kind == FuncSeries:
 		return c.seriesFunc(e, b)
 	}
-	var leaves []any // FROM items
+	var leaves []any    // FROM items
+	var checks []string // each leaf within the plain operators' range (ieeeRange)
 	var first string
-	seen := map[string]string{}
-	var value func(n *Expr) (sq.Sqlizer, error)
-	value = func(n *Expr) (sq.Sqlizer, error) {
+	seen := map[string]string{}   // references by key
+	aliases := map[*Expr]string{} // leaves compiled (the guarded pass reuses them)
+	var value func(n *Expr, guarded bool) (sq.Sqlizer, error)
+	value = func(n *Expr, guarded bool) (sq.Sqlizer, error) {
 		if n.Kind == ExprNumber {
 			return sq.Expr("?::float8", n.Number), nil
 		}
 		if n.Kind == ExprRef || n.IsWindow() || (n.Kind == ExprCall && Functions[n.Op].Kind == FuncSeries) {
+			if a, ok := aliases[n]; ok {
+				return sq.Expr(a + ".value"), nil
+			}
 			key := ""
 			if n.Kind == ExprRef {
 				key = fmt.Sprintf("%+v", n.Ref)
 				if a, ok := seen[key]; ok {
+					aliases[n] = a
 					return sq.Expr(a + ".value"), nil
 				}
 			}
@@ -311,6 +317,8 @@ UNION ALL SELECT ts, value FROM packed_dots(`, b.packed(), `) WHERE variable_id 
 			if key != "" {
 				seen[key] = a
 			}
+			aliases[n] = a
+			checks = append(checks, a+".value")
 			if first == "" {
 				first = a
 				leaves = append(leaves, "(", s, ") "+a)
@@ -322,18 +330,41 @@ UNION ALL SELECT ts, value FROM packed_dots(`, b.packed(), `) WHERE variable_id 
 		args := make([]sq.Sqlizer, len(n.Args))
 		for i, a := range n.Args {
 			var err error
-			if args[i], err = value(a); err != nil {
+			if args[i], err = value(a, guarded); err != nil {
 				return nil, err
 			}
 		}
-		return pointwise(n, args)
+		return pointwise(n, args, guarded)
 	}
-	v, err := value(e)
+	v, err := c.ieee(e, &checks, value)
 	if err != nil {
 		return nil, err
 	}
 	return sq.ConcatExpr("SELECT p.ts, p.value FROM (\nSELECT "+first+".ts, ", v, " AS value\nFROM ",
 		sq.ConcatExpr(leaves...), "\n) p WHERE p.value IS NOT NULL"), nil
+}
+
+// ieee is the pointwise tree e's value (compiled by value, which lists the leaves'
+// columns in *checks): plain operators where they cannot raise, the guarded ones of
+// sql/20261129000001_ieee_arithmetic.up.sql where they could (magnitude.go).
+func (c *synthCompiler) ieee(e *Expr, checks *[]string, value func(*Expr, bool) (sq.Sqlizer, error)) (sq.Sqlizer, error) {
+	plain, err := value(e, false)
+	if err != nil {
+		return nil, err
+	}
+	r, needed, ok := ieeeRange(e)
+	if !needed {
+		return plain, nil
+	}
+	guarded, err := value(e, true)
+	if err != nil || !ok {
+		return guarded, err
+	}
+	conds := make([]string, len(*checks))
+	for i, col := range *checks {
+		conds[i] = fmt.Sprintf("(abs(%[1]s) BETWEEN 1e-%[2]g AND 1e%[2]g OR %[1]s = 0)", col, r)
+	}
+	return sq.ConcatExpr("CASE WHEN "+strings.Join(conds, " AND ")+"\n  THEN ", plain, "\n  ELSE ", guarded, " END"), nil
 }
 
 // refKey is a reference's variable key: bound, or looked up within the account.
@@ -358,7 +389,7 @@ const (
 // pointwise is the SQL of one operation on the values of its arguments. Every operand
 // may be NULL (no finite value), and so is the result then; an operation outside its
 // domain (division by zero, sqrt(-1), ln(0)) is NULL, never an error.
-func pointwise(n *Expr, a []sq.Sqlizer) (sq.Sqlizer, error) {
+func pointwise(n *Expr, a []sq.Sqlizer, guarded bool) (sq.Sqlizer, error) {
 	x := func(format string, args ...sq.Sqlizer) sq.Sqlizer {
 		parts := strings.Split(format, "%")
 		out := []any{}
@@ -380,18 +411,8 @@ func pointwise(n *Expr, a []sq.Sqlizer) (sq.Sqlizer, error) {
 		return x("(%0 = 0)::int::float8", a[0]), nil // not
 	case ExprBinary:
 		switch n.Op {
-		// IEEE arithmetic (sql/20261129000001_ieee_arithmetic.up.sql): PostgreSQL's operators
-		// raise an error where it overflows or underflows
-		case "+":
-			return x("finite_add(%0, %1)", a[0], a[1]), nil
-		case "-":
-			return x("finite_add(%0, -(%1))", a[0], a[1]), nil
-		case "*":
-			return x("finite_mul(%0, %1)", a[0], a[1]), nil
-		case "/":
-			return x("finite_div(%0, %1)", a[0], a[1]), nil
-		case "%": // the sign of the divisor, as pandas and Python
-			return x("finite_add(%0, -finite_mul(%1, floor(finite_div(%0, %1))))", a[0], a[1]), nil
+		case "+", "-", "*", "/", "%":
+			return arithmetic(n.Op, a[0], a[1], guarded, x), nil
 		case "^":
 			return x(`CASE WHEN %0 = 0 AND %1 > 0 THEN 0::float8 WHEN %0 = 0 AND %1 = 0 THEN 1::float8
   WHEN %0 <> 0 AND (%0 > 0 OR %1 = trunc(%1)) AND %1 * ln(abs(%0)) BETWEEN `+minLn+` AND `+maxLn+` THEN power(%0, %1) END`, a[0], a[1]), nil
@@ -430,6 +451,21 @@ func pointwise(n *Expr, a []sq.Sqlizer) (sq.Sqlizer, error) {
 		}
 	}
 	return nil, fmt.Errorf("synthetic: cannot compile %q", n.Op)
+}
+
+// arithmetic is an operator that PostgreSQL may refuse (ieee): plain, or guarded.
+// % takes the sign of the divisor, as pandas and Python.
+func arithmetic(op string, a, b sq.Sqlizer, guarded bool, x func(string, ...sq.Sqlizer) sq.Sqlizer) sq.Sqlizer {
+	if !guarded {
+		return x(map[string]string{
+			"+": "%0 + %1", "-": "%0 - %1", "*": "%0 * %1", "/": "%0 / nullif(%1, 0)",
+			"%": "%0 - %1 * floor(%0 / nullif(%1, 0))",
+		}[op], a, b)
+	}
+	return x(map[string]string{
+		"+": "finite_add(%0, %1)", "-": "finite_add(%0, -(%1))", "*": "finite_mul(%0, %1)", "/": "finite_div(%0, %1)",
+		"%": "finite_add(%0, -finite_mul(%1, floor(finite_div(%0, %1))))",
+	}[op], a, b)
 }
 
 // seriesFunc compiles diff, shift and cumsum over the argument's values in timestamp

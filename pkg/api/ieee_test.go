@@ -14,7 +14,7 @@ import (
 // (the tile's SQL sum raised "value out of range"); now every write is stored, sums and
 // means past the largest double read as null (IEEE gives ±Infinity; JSON has none),
 // the tiles stay exact, the catch-up job builds such tiles, and a synthetic expression
-// has no value where its arithmetic overflows.
+// has no value where its arithmetic passes it.
 func TestSumsPastTheLargestDouble(t *testing.T) {
 	ctx := context.Background()
 	c, _ := freshClient(t)
@@ -66,7 +66,17 @@ func TestSumsPastTheLargestDouble(t *testing.T) {
 		}
 	}
 
-	// synthetic: no value where the product overflows, the others computed
-	s := createVariable(t, c, "~huge", map[string]any{"label": "twice", "syntheticExpression": "{{huge.h}} * 2 - 1e308"})
-	waitValues(t, c, jsonString(s, "id"), map[int64]float64{old + 120_000: 10 - 1e308}, liveBound)
+	// synthetic: no value where the arithmetic passes the largest double, the others
+	// computed (it was an error that failed the whole recompute, and the creation: 500)
+	i := 0
+	for expr, want := range map[string]map[int64]float64{
+		"cumsum({{huge.h}})":      {old: 1e308},
+		"{{huge.h}} * 1e300":      {old + 120_000: 5e300},      // plain operators for 5, guarded for 1e308
+		"{{huge.h}} * 2 - 1e308":  {old + 120_000: 10 - 1e308}, // guarded operators for every row
+		"{{huge.h}} / 1e-100 + 1": {old + 120_000: 5e100 + 1},
+	} {
+		s := createVariable(t, c, "~huge", map[string]any{"label": fmt.Sprintf("s%d", i), "syntheticExpression": expr})
+		waitValues(t, c, jsonString(s, "id"), want, liveBound)
+		i++
+	}
 }

@@ -1,7 +1,9 @@
 SELECT s.ts, s.value
 FROM (
 SELECT p.ts, p.value FROM (
-SELECT s2.ts, finite_add((s2.value), -((s4.value))) AS value
+SELECT s2.ts, CASE WHEN (abs(s2.value) BETWEEN 1e-30 AND 1e30 OR s2.value = 0) AND (abs(s4.value) BETWEEN 1e-30 AND 1e30 OR s4.value = 0)
+  THEN (s2.value) - (s4.value)
+  ELSE finite_add((s2.value), -((s4.value))) END AS value
 FROM (SELECT f1.ts, f1.value FROM (
 SELECT w.ts, ieee_finite(ieee_join(sum(w.value) FILTER (WHERE abs(w.value) < 1e290) OVER (ORDER BY w.ts ROWS UNBOUNDED PRECEDING), sum(ieee_down(w.value)) FILTER (WHERE NOT abs(w.value) < 1e290) OVER (ORDER BY w.ts ROWS UNBOUNDED PRECEDING))) AS value FROM (
 SELECT ts, value FROM "values" WHERE variable_id = ?::bigint AND TRUE

@@ -3,7 +3,9 @@ FROM (
 SELECT w5.ts, w5.value FROM (
 WITH pts AS (
   SELECT ts, value, 1 AS n, value AS sum, value AS min, value AS max FROM (SELECT p.ts, p.value FROM (
-SELECT s3.ts, finite_mul((s3.value), (s4.value)) AS value
+SELECT s3.ts, CASE WHEN (abs(s3.value) BETWEEN 1e-30 AND 1e30 OR s3.value = 0) AND (abs(s4.value) BETWEEN 1e-30 AND 1e30 OR s4.value = 0)
+  THEN (s3.value) * (s4.value)
+  ELSE finite_mul((s3.value), (s4.value)) END AS value
 FROM (SELECT ts, value FROM "values" WHERE variable_id = ?::bigint AND ts >= (?::timestamptz - interval '93600 seconds') AND ts <= (?::timestamptz + interval '93600 seconds')
 UNION ALL SELECT ts, value FROM packed_dots((?::timestamptz - interval '93600 seconds')::timestamptz, (?::timestamptz + interval '93600 seconds')::timestamptz) WHERE variable_id = ?::bigint OFFSET 0) s3
 JOIN (SELECT ts, value FROM "values" WHERE variable_id = ?::bigint AND ts >= (?::timestamptz - interval '93600 seconds') AND ts <= (?::timestamptz + interval '93600 seconds')
@@ -12,7 +14,9 @@ UNION ALL SELECT ts, value FROM packed_dots((?::timestamptz - interval '93600 se
 ),
 origin AS MATERIALIZED (
   SELECT (fp.ts AT TIME ZONE ?)::date AS day FROM (SELECT q.ts FROM (SELECT p.ts, p.value FROM (
-SELECT s1.ts, finite_mul((s1.value), (s2.value)) AS value
+SELECT s1.ts, CASE WHEN (abs(s1.value) BETWEEN 1e-30 AND 1e30 OR s1.value = 0) AND (abs(s2.value) BETWEEN 1e-30 AND 1e30 OR s2.value = 0)
+  THEN (s1.value) * (s2.value)
+  ELSE finite_mul((s1.value), (s2.value)) END AS value
 FROM (SELECT ts, value FROM "values" WHERE variable_id = ?::bigint AND TRUE
 UNION ALL SELECT ts, value FROM packed_dots('-infinity'::timestamptz, 'infinity'::timestamptz) WHERE variable_id = ?::bigint OFFSET 0) s1
 JOIN (SELECT ts, value FROM "values" WHERE variable_id = ?::bigint AND TRUE
