@@ -2,7 +2,9 @@ package querybuilder
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -92,14 +94,14 @@ var aggregations = []aggregation{
 		answer:   func(r *StatisticsRow) (any, *time.Time) { return r.N, nil },
 		resample: &resampleAggregation{listed: 4, expr: "sum(n)::float8", cols: []string{"n"}, fill: "0::float8"},
 		v16:      &v16Statistic{name: "count", listed: 6, expr: "coalesce(sum(x.n), 0)::float8"}},
-	{name: AggSum, summary: []string{finite(SumSQL("x.sum")) + " AS sum_value"},
+	{name: AggSum, summary: []string{"FINITE(SUM(x.sum)) AS sum_value"},
 		answer:   func(r *StatisticsRow) (any, *time.Time) { return r.SumValue, nil },
-		resample: &resampleAggregation{listed: 5, expr: finite(SumSQL("sum")), cols: []string{"sum"}, fill: "0::float8"},
-		v16:      &v16Statistic{name: "sum", listed: 5, expr: finite("coalesce(" + SumSQL("x.sum") + ", 0)")}},
-	{name: AggMean, summary: []string{finite(SumSQL("x.sum")+" / sum(x.n)") + " AS mean_value"},
+		resample: &resampleAggregation{listed: 5, expr: "FINITE(SUM(sum))", cols: []string{"sum"}, fill: "0::float8"},
+		v16:      &v16Statistic{name: "sum", listed: 5, expr: "FINITE(coalesce(SUM(x.sum), 0))"}},
+	{name: AggMean, summary: []string{"FINITE(SUM(x.sum) / sum(x.n)) AS mean_value"},
 		answer:   func(r *StatisticsRow) (any, *time.Time) { return r.MeanValue, nil },
-		resample: &resampleAggregation{listed: 1, expr: finite(SumSQL("sum") + " / sum(n)"), cols: []string{"n", "sum"}, fill: "NULL::float8"},
-		v16:      &v16Statistic{name: "mean", listed: 1, expr: finite(SumSQL("x.sum") + " / sum(x.n)")}},
+		resample: &resampleAggregation{listed: 1, expr: "FINITE(SUM(sum) / sum(n))", cols: []string{"n", "sum"}, fill: "NULL::float8"},
+		v16:      &v16Statistic{name: "mean", listed: 1, expr: "FINITE(SUM(x.sum) / sum(x.n))"}},
 	{name: AggStd, spread: "sqrt(sd.var_value) AS std_value",
 		answer: func(r *StatisticsRow) (any, *time.Time) { return r.StdValue, nil },
 		v16:    &v16Statistic{name: "variance", listed: 2}},
@@ -110,8 +112,9 @@ var aggregations = []aggregation{
 
 // SumSQL is the sum of the float8 expression x over a group as IEEE arithmetic gives
 // it, ±Infinity past the largest double, where PostgreSQL's sum raises "value out of
-// range" (sql/20261129000001_ieee_arithmetic.up.sql): the plain sum of the terms below 1e290
-// joined with the scaled sum of the others.
+// range" (sql/20261129000001_ieee_arithmetic.up.sql): the plain sum of the terms below
+// 1e290 joined with the scaled sum of the others. It costs a FILTER per row (~10 ns;
+// 20% of bench-tiers case A), so the readers run it only as their fallback (ieeeSums).
 func SumSQL(x string) string { return sumOver(x, "") }
 
 // sumOver is SumSQL as a window function over the window over ("OVER (…)"; "": the
@@ -124,6 +127,52 @@ func sumOver(x, over string) string {
 // finite is the SQL expression x, NULL where it is not finite: sums and means past the
 // largest double are answered as null (JSON has no infinities).
 func finite(x string) string { return "ieee_finite(" + x + ")" }
+
+// sums says how the table's sums are written. The table writes SUM(col) for a sum that
+// may pass the largest double and FINITE(expr) for an answer that is then not finite:
+// plainSums makes SUM PostgreSQL's sum, which raises "value out of range" there (what
+// the readers run first: no cost per row), ieeeSums SumSQL (the readers' fallback,
+// Query.IEEE; synthetic windows, which must not fail).
+type sums bool
+
+const (
+	plainSums sums = false
+	ieeeSums  sums = true
+)
+
+var sumMarker = regexp.MustCompile(`SUM\(([a-z_.]+)\)`)
+
+// expand writes the table's expression expr with these sums. FINITE is ieee_finite
+// with either: a tile's stored sum may be ±Infinity already (PostgreSQL adds to an
+// infinity without an error).
+func (s sums) expand(expr string) string {
+	expr = strings.ReplaceAll(expr, "FINITE(", "ieee_finite(")
+	if s == plainSums {
+		return sumMarker.ReplaceAllString(expr, "sum($1)")
+	}
+	return sumMarker.ReplaceAllStringFunc(expr, func(m string) string { return SumSQL(sumMarker.FindStringSubmatch(m)[1]) })
+}
+
+// IEEENote is the explain note of a statement with a Query.IEEE fallback.
+const IEEENote = "sums: PostgreSQL's sum(); should one pass the largest double (\"value out of range\"), the service runs the statement again with IEEE sums (ieee_join, ieee_finite), which answer it as null (docs/queries.md)"
+
+// withIEEE compiles a statement with plain sums, and with IEEE sums as its fallback
+// (Query.IEEE) when that differs.
+func withIEEE(compile func(s sums) (Query, error)) (Query, error) {
+	q, err := compile(plainSums)
+	if err != nil {
+		return Query{}, err
+	}
+	ieee, err := compile(ieeeSums)
+	if err != nil {
+		return Query{}, err
+	}
+	if ieee.SQL != q.SQL {
+		q.IEEE = &ieee
+		q.Notes = append(q.Notes, IEEENote)
+	}
+	return q, nil
+}
 
 // Aggregations lists every aggregation in canonical order (the default of a request).
 var Aggregations = func() []string {

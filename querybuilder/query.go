@@ -23,6 +23,10 @@ type Query struct {
 	// (explain answers, sensorapi compile). They vary with the request's values; the
 	// SQL text does not.
 	Notes []string
+	// IEEE is the same statement with IEEE sums (±Infinity past the largest double,
+	// answered as null), for when PostgreSQL refuses this one with "value out of range"
+	// (IsOutOfRange); nil when the statement sums nothing that could (aggregations.go).
+	IEEE *Query
 }
 
 // psql is squirrel with bun's ? placeholders (bun binds them with db.NewRaw).

@@ -262,6 +262,10 @@ func localMidnight(wall, zone string) sq.Sqlizer {
 // to its last non-empty bucket, empty buckets filled (NULL, or 0 for count and sum),
 // newest first within each variable.
 func Resample(r ResampleRequest) (Query, error) {
+	return withIEEE(func(s sums) (Query, error) { return resample(r, s) })
+}
+
+func resample(r ResampleRequest, s sums) (Query, error) {
 	agg, ok := resampleAggregationNamed(r.Aggregation)
 	if !ok {
 		return Query{}, fmt.Errorf("resample: unknown aggregation %q", r.Aggregation)
@@ -297,7 +301,7 @@ func Resample(r ResampleRequest) (Query, error) {
 buckets AS (
   SELECT vars.ord, b.key, b.value
   FROM (
-    SELECT pts.variable_id, ? AS key, `+agg.expr+` AS value
+    SELECT pts.variable_id, ? AS key, `+s.expand(agg.expr)+` AS value
     FROM pts
     GROUP BY 1, 2
   ) b
@@ -330,23 +334,28 @@ ORDER BY 1, 2 DESC`, g.key, g.step, g.step, g.step, g.step, g.step, g.label))
 // the value for min and max (each summary row keeps its own), else the latest one in
 // range (each row's last dot); across variables (join) the earliest timestamp wins ties.
 func Aggregation(r AggregationRequest) (Query, error) {
+	return withIEEE(func(s sums) (Query, error) { return aggregationOf(r, s) })
+}
+
+func aggregationOf(r AggregationRequest, s sums) (Query, error) {
 	agg, ok := resampleAggregationNamed(r.Aggregation)
 	if !ok {
 		return Query{}, fmt.Errorf("aggregation: unknown aggregation %q", r.Aggregation)
 	}
+	expr := s.expand(agg.expr)
 	var result string
 	switch {
 	case agg.extreme != nil:
-		result = `SELECT ord, ` + agg.extreme.at + ` AS ts, ` + agg.expr + ` AS value FROM pts GROUP BY ord`
+		result = `SELECT ord, ` + agg.extreme.at + ` AS ts, ` + expr + ` AS value FROM pts GROUP BY ord`
 		if r.Join {
 			result = `SELECT 0 AS ord, ts, value FROM (
   ` + result + `
 ) e ORDER BY value ` + agg.extreme.order + `, ts LIMIT 1`
 		}
 	case r.Join:
-		result = `SELECT 0 AS ord, max(last_ts) AS ts, ` + agg.expr + ` AS value FROM pts HAVING count(*) > 0`
+		result = `SELECT 0 AS ord, max(last_ts) AS ts, ` + expr + ` AS value FROM pts HAVING count(*) > 0`
 	default:
-		result = `SELECT ord, max(last_ts) AS ts, ` + agg.expr + ` AS value FROM pts GROUP BY ord`
+		result = `SELECT ord, max(last_ts) AS ts, ` + expr + ` AS value FROM pts GROUP BY ord`
 	}
 	rows, notes := lastPoints(summaryColumns), []string{lastNote}
 	if r.Start != nil || r.End != nil {

@@ -32,6 +32,12 @@ func TestResampleGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			golden(t, tc.name, q.SQL)
+			if sums := tc.req.Aggregation == "sum" || tc.req.Aggregation == "mean"; sums != (q.IEEE != nil) {
+				t.Fatalf("%s: IEEE fallback %v", tc.req.Aggregation, q.IEEE != nil)
+			}
+			if q.IEEE != nil {
+				golden(t, strings.TrimSuffix(tc.name, ".sql")+"_ieee.sql", q.IEEE.SQL)
+			}
 			if !reflect.DeepEqual(q.Args[:2], []any{rsIDs, int64(7)}) || !slices.Contains(q.Args, any(tc.req.Zone)) {
 				t.Fatalf("args %#v", q.Args)
 			}

@@ -96,6 +96,10 @@ func resolvedKeys(refs []VariableRef, accountID int64) sq.Sqlizer {
 // which PostgreSQL runs side by side in parallel workers.
 // Only requested aggregations appear in it.
 func Statistics(r StatisticsRequest) (Query, error) {
+	return withIEEE(func(s sums) (Query, error) { return statistics(r, s) })
+}
+
+func statistics(r StatisticsRequest, s sums) (Query, error) {
 	if len(r.Variables) == 0 {
 		return Query{}, fmt.Errorf("statistics: no variables")
 	}
@@ -119,7 +123,7 @@ func Statistics(r StatisticsRequest) (Query, error) {
 		pct, note := percentileCTE(fractions, r, start, end)
 		prefix, notes = append(prefix, pct), append(notes, note)
 	}
-	ctes, cols := summaryCTEs(aggs, c)
+	ctes, cols := summaryCTEs(aggs, c, s)
 	b := psql.Select().PrefixExpr(sq.ConcatExpr(append(prefix, ctes)...)).From("res v").
 		JoinClause("LEFT JOIN s ON s.variable_id = v.id")
 	if slices.ContainsFunc(aggs, func(a aggregation) bool { return a.spread != "" }) {
@@ -254,6 +258,10 @@ func spreadOf(rows sq.Sqlizer) sq.Sqlizer {
 // variance, min, max, sum, count) over one variable's values in [start, end], from
 // the same summary rows as E7: count and sum are 0, the others null, without data.
 func VariableStatistic(key int64, agg string, start, end time.Time, b TierBounds) (Query, error) {
+	return withIEEE(func(s sums) (Query, error) { return variableStatistic(key, agg, start, end, b, s) })
+}
+
+func variableStatistic(key int64, agg string, start, end time.Time, b TierBounds, s sums) (Query, error) {
 	start, end = start.UTC(), end.UTC()
 	c := newCover(&start, &end, len(tiers.All), b)
 	rows := summaries("(SELECT id FROM k)", c, summaryColumns)
@@ -265,7 +273,7 @@ func VariableStatistic(key int64, agg string, start, end time.Time, b TierBounds
 	case st.expr == "":
 		stmt = sq.ConcatExpr(sq.Expr("WITH k AS (SELECT ?::bigint AS id)\nSELECT (SELECT var_value FROM (\n    ", key), spreadOf(rows), "\n) s)")
 	default:
-		stmt = sq.ConcatExpr(sq.Expr("WITH k AS (SELECT ?::bigint AS id)\nSELECT "+st.expr+" FROM (\n    ", key), rows, "\n) x")
+		stmt = sq.ConcatExpr(sq.Expr("WITH k AS (SELECT ?::bigint AS id)\nSELECT "+s.expand(st.expr)+" FROM (\n    ", key), rows, "\n) x")
 	}
 	return build(stmt, c.notes())
 }
@@ -277,7 +285,7 @@ func VariableStatistic(key int64, agg string, start, end time.Time, b TierBounds
 // keeps its own), first and last the rows' earliest first and latest last dot; sd, when
 // std is asked, merges their spreads (spreadOf). It returns the CTEs and the output
 // columns, read from s and sd joined on the variable.
-func summaryCTEs(aggs []aggregation, c cover) (sq.Sqlizer, []string) {
+func summaryCTEs(aggs []aggregation, c cover, s sums) (sq.Sqlizer, []string) {
 	exprs := []string{"sum(x.n) AS " + ColN}
 	out := []string{"coalesce(s.n, 0) > 0 AS " + ColHasData, "coalesce(s.n, 0) AS " + ColN}
 	var spread any = ""
@@ -289,6 +297,7 @@ func summaryCTEs(aggs []aggregation, c cover) (sq.Sqlizer, []string) {
 		}
 		// percentiles: see percentileCTE
 		for _, col := range a.summary {
+			col = s.expand(col)
 			exprs = append(exprs, col)
 			out = append(out, "s."+col[strings.LastIndex(col, " ")+1:])
 		}

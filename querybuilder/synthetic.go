@@ -519,7 +519,7 @@ func (c *synthCompiler) window(e *Expr, b span) (sq.Sqlizer, error) {
 		if !ok {
 			return nil, fmt.Errorf("synthetic: unknown window function %q", e.Op)
 		}
-		agg = ra.expr
+		agg = ieeeSums.expand(ra.expr) // a recompute must not fail
 	}
 	full, err := c.series(e.Args[0], span{})
 	if err != nil {

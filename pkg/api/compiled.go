@@ -53,6 +53,9 @@ func (s *Server) runCompiled(c *gin.Context, q querybuilder.Query, dest any) err
 		reflect.ValueOf(dest).Elem().SetZero()
 		return db.NewRaw(q.SQL, store.BindArgs(q.Args)...).Scan(c, dest)
 	})
+	if q.IEEE != nil && apierr.IsOutOfRange(err) { // a sum past the largest double
+		return s.runCompiled(c, *q.IEEE, dest)
+	}
 	s.Log.DebugContext(c, "compiled statement", "request_id", requestID(c), "sql", q.SQL,
 		"duration_ms", float64(time.Since(start).Microseconds())/1000)
 	return err

@@ -44,6 +44,17 @@ func TestSumsPastTheLargestDouble(t *testing.T) {
 			t.Errorf("v1.6 %s over everything: %v, want %v", agg, got, want)
 		}
 	}
+	// raw values at a range's edges: PostgreSQL's sum refuses 1e308 + 1e308, and the
+	// service runs the statement again with IEEE sums
+	if got := stat("sum", now, now+1); got != nil {
+		t.Errorf("v1.6 sum of two raw values of 1e308: %v, want null", got)
+	}
+	edge := postStats(t, c, statsBody{"start": now, "end": now + 1, "variables": []any{statsBody{"variable": id}},
+		"aggregations": []string{"sum", "count"}})
+	if res := entry(t, edge, 0)["results"].(map[string]any); res["sum"].(map[string]any)["value"] != nil ||
+		res["count"].(map[string]any)["value"] != 2.0 {
+		t.Errorf("E7 over two raw values of 1e308: %v", res)
+	}
 	if got := stat("sum", old, old+999); got != 1e308 {
 		t.Errorf("v1.6 sum of one value: %v, want 1e308", got)
 	}

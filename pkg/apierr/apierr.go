@@ -244,6 +244,14 @@ func IsTimeout(err error) bool {
 	return errors.Is(err, context.DeadlineExceeded)
 }
 
+// IsOutOfRange tells whether PostgreSQL refused a result beyond its type's range
+// (22003: a float8 sum past the largest double): readers then run the statement's IEEE
+// form (querybuilder.Query.IEEE).
+func IsOutOfRange(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "22003"
+}
+
 func detailString(d any) string {
 	switch v := d.(type) {
 	case string:

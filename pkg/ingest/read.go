@@ -172,13 +172,21 @@ func (s *Store) Statistic(ctx context.Context, key int64, agg string, r Range, b
 	if err != nil {
 		return nil, err
 	}
-	sql, err := sq.Dollar.ReplacePlaceholders(q.SQL)
+	v, err := s.statistic(ctx, q)
+	if q.IEEE != nil && apierr.IsOutOfRange(err) { // a sum past the largest double
+		v, err = s.statistic(ctx, *q.IEEE)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("statistic %s: %w", agg, err)
 	}
-	var v *float64
-	if err := s.Pool.QueryRow(ctx, sql, q.Args...).Scan(&v); err != nil {
-		return nil, fmt.Errorf("statistic %s: %w", agg, err)
-	}
 	return v, nil
+}
+
+func (s *Store) statistic(ctx context.Context, q querybuilder.Query) (*float64, error) {
+	sql, err := sq.Dollar.ReplacePlaceholders(q.SQL)
+	if err != nil {
+		return nil, err
+	}
+	var v *float64
+	return v, s.Pool.QueryRow(ctx, sql, q.Args...).Scan(&v)
 }

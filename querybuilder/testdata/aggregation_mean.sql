@@ -57,7 +57,7 @@ pts AS (
   ) p ON p.variable_id = vars.id
 ),
 result AS (
-  SELECT ord, max(last_ts) AS ts, ieee_finite(ieee_join(sum(sum) FILTER (WHERE abs(sum) < 1e290), sum(ieee_down(sum)) FILTER (WHERE NOT abs(sum) < 1e290)) / sum(n)) AS value FROM pts GROUP BY ord
+  SELECT ord, max(last_ts) AS ts, ieee_finite(sum(sum) / sum(n)) AS value FROM pts GROUP BY ord
 )
 SELECT r.ord, NULL::bigint AS ts, NULL::float8 AS value
 FROM req r

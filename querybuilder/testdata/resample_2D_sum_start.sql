@@ -87,7 +87,7 @@ origin AS MATERIALIZED (
 buckets AS (
   SELECT vars.ord, b.key, b.value
   FROM (
-    SELECT pts.variable_id, ((SELECT day FROM origin) + ((pts.ts AT TIME ZONE ?)::date - (SELECT day FROM origin)) / ? * ?)::timestamp AS key, ieee_finite(ieee_join(sum(sum) FILTER (WHERE abs(sum) < 1e290), sum(ieee_down(sum)) FILTER (WHERE NOT abs(sum) < 1e290))) AS value
+    SELECT pts.variable_id, ((SELECT day FROM origin) + ((pts.ts AT TIME ZONE ?)::date - (SELECT day FROM origin)) / ? * ?)::timestamp AS key, ieee_finite(sum(sum)) AS value
     FROM pts
     GROUP BY 1, 2
   ) b

@@ -75,7 +75,7 @@ s AS (
            first(x.min_ts, ROW(x.min, x.min_ts)) AS min_ts,
            max(x.max) AS max_value,
            first(x.max_ts, ROW(-x.max, x.max_ts)) AS max_ts,
-           ieee_finite(ieee_join(sum(x.sum) FILTER (WHERE abs(x.sum) < 1e290), sum(ieee_down(x.sum)) FILTER (WHERE NOT abs(x.sum) < 1e290)) / sum(x.n)) AS mean_value
+           ieee_finite(sum(x.sum) / sum(x.n)) AS mean_value
     FROM pts x
     GROUP BY x.variable_id
 ) SELECT v.ord AS ord,

@@ -1,0 +1,117 @@
+WITH req AS (
+  SELECT r.ord, r.public_id
+  FROM unnest(?::text[]) WITH ORDINALITY AS r(public_id, ord)
+),
+vars AS (
+  SELECT req.ord, v.id
+  FROM req
+  JOIN variables v ON v.public_id = req.public_id AND v.account_id = ?
+),
+zonecheck AS MATERIALIZED (
+  SELECT coalesce(bool_and((s.at AT TIME ZONE ?) - (s.at AT TIME ZONE 'UTC') = make_interval(secs => p.off)), true) AS ok
+  FROM unnest(?::bigint[], ?::bigint[], ?::bigint[]) AS p(lo, hi, off)
+  CROSS JOIN LATERAL (
+    SELECT generate_series(to_timestamp(p.lo / 1000.0), to_timestamp(p.hi / 1000.0), make_interval(secs => ?)) AS at
+    UNION ALL
+    SELECT to_timestamp(p.hi / 1000.0)
+  ) s
+),
+pts AS (
+    SELECT x.variable_id, x.ts AS ts, x.value AS sum
+    FROM "values" x
+    WHERE x.variable_id = ANY (ARRAY(SELECT id FROM vars WHERE (SELECT ok FROM zonecheck))) AND x.ts >= ? AND x.ts < ?
+    UNION ALL
+    SELECT x.variable_id, x.ts AS ts, x.value AS sum
+    FROM packed_dots(?, ?) x
+    WHERE x.variable_id = ANY (ARRAY(SELECT id FROM vars WHERE (SELECT ok FROM zonecheck))) AND x.ts >= ? AND x.ts < ?
+    UNION ALL
+    SELECT x.variable_id, x.ts AS ts, x.value AS sum
+    FROM "values" x
+    WHERE x.variable_id = ANY (ARRAY(SELECT id FROM vars WHERE (SELECT ok FROM zonecheck))) AND x.ts >= ? AND x.ts <= now()
+    UNION ALL
+    SELECT x.variable_id, x.ts AS ts, x.value AS sum
+    FROM packed_dots(?, now()) x
+    WHERE x.variable_id = ANY (ARRAY(SELECT id FROM vars WHERE (SELECT ok FROM zonecheck))) AND x.ts >= ? AND x.ts <= now()
+    UNION ALL
+    SELECT m.variable_id, m.tile AS ts, m.sum
+    FROM value_minutes m
+    WHERE m.variable_id = ANY (ARRAY(SELECT id FROM vars WHERE (SELECT ok FROM zonecheck))) AND m.tile >= ? AND m.tile < ?
+    UNION ALL
+    SELECT x.variable_id, x.ts AS ts, x.value AS sum
+    FROM packed_dots(?, ?) x
+    WHERE x.variable_id = ANY (ARRAY(SELECT id FROM vars WHERE (SELECT ok FROM zonecheck)))
+    UNION ALL
+    SELECT m.variable_id, m.tile AS ts, m.sum
+    FROM value_minutes m
+    WHERE m.variable_id = ANY (ARRAY(SELECT id FROM vars WHERE (SELECT ok FROM zonecheck))) AND m.tile >= ? AND m.tile < ?
+    UNION ALL
+    SELECT x.variable_id, x.ts AS ts, x.value AS sum
+    FROM packed_dots(?, ?) x
+    WHERE x.variable_id = ANY (ARRAY(SELECT id FROM vars WHERE (SELECT ok FROM zonecheck)))
+    UNION ALL
+    SELECT m.variable_id, m.tile AS ts, m.sum
+    FROM value_quarters m
+    WHERE m.variable_id = ANY (ARRAY(SELECT id FROM vars WHERE (SELECT ok FROM zonecheck))) AND m.tile >= ? AND m.tile < ?
+    UNION ALL
+    SELECT m.variable_id, m.tile AS ts, m.sum
+    FROM value_quarters m
+    WHERE m.variable_id = ANY (ARRAY(SELECT id FROM vars WHERE (SELECT ok FROM zonecheck))) AND m.tile >= ? AND m.tile < ?
+    UNION ALL
+    SELECT m.variable_id, m.tile AS ts, m.sum
+    FROM value_days m
+    WHERE m.variable_id = ANY (ARRAY(SELECT id FROM vars WHERE (SELECT ok FROM zonecheck))) AND m.tile >= ? AND m.tile < ?
+    UNION ALL
+    SELECT x.variable_id, x.ts AS ts, x.value AS sum
+    FROM "values" x
+    WHERE x.variable_id = ANY (ARRAY(SELECT id FROM vars WHERE NOT (SELECT ok FROM zonecheck))) AND x.ts >= ? AND x.ts <= now()
+    UNION ALL
+    SELECT x.variable_id, x.ts AS ts, x.value AS sum
+    FROM packed_dots(?::timestamptz, now()) x
+    WHERE x.variable_id = ANY (ARRAY(SELECT id FROM vars WHERE NOT (SELECT ok FROM zonecheck))) AND x.ts >= ? AND x.ts <= now()
+),
+origin AS MATERIALIZED (
+  SELECT (fp.ts AT TIME ZONE ?)::date AS day FROM (SELECT min(f.ts) AS ts FROM vars CROSS JOIN LATERAL (
+    (SELECT ts FROM "values" WHERE variable_id = vars.id AND ts >= ? AND ts <= now()
+    ORDER BY ts LIMIT 1)
+    UNION ALL
+    (SELECT min(CASE WHEN p.ts_base >= ?::timestamptz THEN p.ts_base ELSE
+         (SELECT min(x.ts) FROM packed_dots(?::timestamptz, least(p.day + INTERVAL '1 day' - INTERVAL '1 microsecond', now())) x WHERE x.variable_id = p.variable_id) END)
+     FROM (SELECT variable_id, day, ts_base FROM values_packed WHERE variable_id = vars.id
+           AND day >= time_bucket(INTERVAL '1 day', ?::timestamptz) AND day <= now()
+           ORDER BY day LIMIT 2) p
+     WHERE p.ts_base <= now())
+    UNION ALL
+    (SELECT first_ts FROM value_minutes WHERE variable_id = vars.id AND tile >= ? AND tile < ?
+    ORDER BY tile LIMIT 1)) f) fp
+),
+buckets AS (
+  SELECT vars.ord, b.key, b.value
+  FROM (
+    SELECT pts.variable_id, ((SELECT day FROM origin) + ((pts.ts AT TIME ZONE ?)::date - (SELECT day FROM origin)) / ? * ?)::timestamp AS key, ieee_finite(ieee_join(sum(sum) FILTER (WHERE abs(sum) < 1e290), sum(ieee_down(sum)) FILTER (WHERE NOT abs(sum) < 1e290))) AS value
+    FROM pts
+    GROUP BY 1, 2
+  ) b
+  JOIN vars ON vars.id = b.variable_id
+),
+gapped AS (
+  SELECT ord FROM buckets GROUP BY ord HAVING min(key) + (count(*) - 1) * make_interval(days => ?) <> max(key)
+),
+gaps AS (
+  SELECT b.ord, k.key, 0::float8 AS value
+  FROM (SELECT ord, key, lead(key) OVER (PARTITION BY ord ORDER BY key) AS next
+        FROM buckets WHERE ord IN (SELECT ord FROM gapped)) b
+  CROSS JOIN LATERAL generate_series(b.key + make_interval(days => ?), b.next - make_interval(days => ?), make_interval(days => ?)) AS k(key)
+  WHERE b.next > b.key + make_interval(days => ?)
+),
+filled AS (
+  SELECT g.ord, least(g.key AT TIME ZONE ?, (
+    SELECT e FROM (SELECT (g.key - interval '1 day') AT TIME ZONE ? + interval '24 hours' AS e) x
+    WHERE e AT TIME ZONE ? = g.key)) AS label, g.value
+  FROM (SELECT ord, key, value FROM buckets UNION ALL SELECT ord, key, value FROM gaps) g
+)
+SELECT r.ord, NULL::bigint AS ts, NULL::float8 AS value
+FROM req r
+WHERE NOT EXISTS (SELECT 1 FROM vars v WHERE v.ord = r.ord)
+UNION ALL
+SELECT ord, round(date_part('epoch', label) * 1000)::bigint, value FROM filled
+ORDER BY 1, 2 DESC
