@@ -81,9 +81,9 @@ func (h *hook) OnSessionEstablished(cl *mochi.Client, pk packets.Packet) {
 		resumed = append(resumed, f)
 	}
 	sort.Strings(resumed)
-	s.subscribe(0, resumed)
+	listens := s.subscribe(0, resumed)
 	s.acked(0)
-	h.b.sessions.add(s)
+	h.b.sessions.add(s, listens)
 	h.b.Metrics.MQTTConnections.Inc()
 }
 
@@ -125,7 +125,7 @@ func (h *hook) OnSubscribed(cl *mochi.Client, pk packets.Packet, codes []byte) {
 			granted = append(granted, f.Filter)
 		}
 	}
-	s.subscribe(pk.PacketID, granted)
+	h.b.sessions.setListening(s, s.subscribe(pk.PacketID, granted))
 }
 
 func (h *hook) OnUnsubscribed(cl *mochi.Client, pk packets.Packet) {
@@ -134,7 +134,7 @@ func (h *hook) OnUnsubscribed(cl *mochi.Client, pk packets.Packet) {
 		for i, f := range pk.Filters {
 			filters[i] = f.Filter
 		}
-		s.unsubscribe(filters)
+		h.b.sessions.setListening(s, s.unsubscribe(filters))
 	}
 }
 
@@ -292,7 +292,7 @@ func firstError(err error) string {
 
 // onTokenInvalidated closes the connections opened with a revoked token.
 func (b *Broker) onTokenInvalidated(i cache.Invalidation) {
-	for _, s := range b.sessions.of(0) {
+	for _, s := range b.sessions.all() {
 		h := sha256.Sum256([]byte(s.token))
 		if hex.EncodeToString(h[:]) == i.Hash {
 			b.disconnect(s, "token revoked")
@@ -302,7 +302,7 @@ func (b *Broker) onTokenInvalidated(i cache.Invalidation) {
 
 // reauthenticate checks every connection's token again (after a notification gap).
 func (b *Broker) reauthenticate() {
-	for _, s := range b.sessions.of(0) {
+	for _, s := range b.sessions.all() {
 		ctx, cancel := b.writeContext()
 		_, err := b.Tokens.Authenticate(ctx, s.token)
 		cancel()

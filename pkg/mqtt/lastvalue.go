@@ -32,19 +32,20 @@ func (v lastValue) context() []byte {
 // onLastValue runs on the notification listener: it must not block, so a payload
 // that needs a read is handed to a goroutine.
 func (b *Broker) onLastValue(payload string) {
-	if b.sessions.empty() {
-		return // every instance hears every write; most have nobody to tell
-	}
 	var v lastValue
 	if err := json.Unmarshal([]byte(payload), &v); err != nil {
 		b.Log.Warn("unreadable last-value notification", "error", err.Error())
 		return
 	}
-	if len(b.sessions.of(v.Account)) == 0 {
-		return // nobody of that account listens here
+	// every instance hears every write; most have nobody of that account to tell
+	listeners := b.sessions.listeners(v.Account)
+	if len(listeners) == 0 {
+		return
 	}
 	if !v.Reread {
-		b.deliver(v)
+		for _, s := range listeners {
+			b.offer(s, v)
+		}
 		return
 	}
 	go func() {
@@ -61,10 +62,10 @@ func (b *Broker) onLastValue(payload string) {
 	}()
 }
 
-// deliver offers v to every session of its account on this instance.
-func (b *Broker) deliver(v lastValue, only ...string) {
-	for _, s := range b.sessions.of(v.Account) {
-		b.offer(s, v, only...)
+// deliver offers v to every listening session of its account on this instance.
+func (b *Broker) deliver(v lastValue) {
+	for _, s := range b.sessions.listeners(v.Account) {
+		b.offer(s, v)
 	}
 }
 
@@ -102,7 +103,7 @@ func (b *Broker) initial(s *session, filters []string) {
 // catchUp sends every subscription the current last values it may have missed while
 // the listener was away; offer skips those it had already and any older ones.
 func (b *Broker) catchUp() {
-	for _, s := range b.sessions.of(0) {
+	for _, s := range b.sessions.all() {
 		b.initial(s, s.subscribed())
 	}
 }

@@ -244,3 +244,34 @@ func TestDeliveryOfEveryWritePath(t *testing.T) {
 		t.Fatal("no delivery of the value with a large context")
 	}
 }
+
+// TestUnsubscribeAndSubscribeAgain: deliveries stop after an UNSUBSCRIBE and resume
+// with a new SUBSCRIBE (the instance looks up only the sessions that hold a
+// subscription), while another connection of the account that subscribes to nothing
+// publishes the values.
+func TestUnsubscribeAndSubscribeAgain(t *testing.T) {
+	in := newInstance(t)
+	tok := env.NewAccount(t)
+	h := in.http.As(tok)
+	c := connect(t, in.addr, tok)
+	p := connect(t, in.addr, tok)
+	const filter, topic = "v1.6/devices/again/+", "v1.6/devices/again/t"
+	post(t, h, "again", "t", 1, 1000)
+	dots := subscribe(t, c, filter)
+	expect(t, dots, time.Second, topic, `{"value":1,"timestamp":1000,"context":{}}`)
+
+	if tk := c.Unsubscribe(filter); !tk.WaitTimeout(5*time.Second) || tk.Error() != nil {
+		t.Fatalf("unsubscribe: %v", tk.Error())
+	}
+	publish(t, p, "/v1.6/devices/again", `{"t":{"value":2,"timestamp":2000}}`)
+	select {
+	case m := <-dots:
+		t.Fatalf("delivered after UNSUBSCRIBE: %s %s", m.topic, m.payload)
+	case <-time.After(300 * time.Millisecond):
+	}
+
+	dots = subscribe(t, c, filter)
+	expect(t, dots, time.Second, topic, `{"value":2,"timestamp":2000,"context":{}}`)
+	publish(t, p, "/v1.6/devices/again", `{"t":{"value":3,"timestamp":3000}}`)
+	expect(t, dots, time.Second, topic, `{"value":3,"timestamp":3000,"context":{}}`)
+}
