@@ -215,6 +215,13 @@ func (ss *sessions) all() []*session {
 	return slices.Collect(maps.Values(ss.byClient))
 }
 
+// anyListening tells whether some session holds a subscription.
+func (ss *sessions) anyListening() bool {
+	ss.mu.RLock()
+	defer ss.mu.RUnlock()
+	return len(ss.listening) > 0
+}
+
 // listeners lists the account's sessions that hold a subscription.
 func (ss *sessions) listeners(account int64) []*session {
 	ss.mu.RLock()

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Handler receives one notification's payload. Handlers run on the listening
@@ -112,12 +111,8 @@ func (l *Listener) listen(ctx context.Context) error {
 	// Listening from here on: whatever changed during the gap is dropped now.
 	l.setHealthy(true)
 	for {
-		n, err := l.wait(ctx, conn)
-		if err != nil {
+		if err := l.window(ctx, conn); err != nil {
 			return err
-		}
-		if n != nil {
-			l.dispatch(n.Channel, n.Payload)
 		}
 	}
 }
@@ -126,24 +121,35 @@ func (l *Listener) listen(ctx context.Context) error {
 // FIN) goes unnoticed: after that much silence the connection is pinged.
 const pingEvery = 2 * time.Second
 
-// wait returns the next notification, or nil after pingEvery of silence on a
-// connection that still answers. A read timeout leaves a pgx connection usable.
-func (l *Listener) wait(ctx context.Context, conn *pgx.Conn) (*pgconn.Notification, error) {
-	wctx, cancel := context.WithTimeout(ctx, pingEvery)
+// window dispatches the notifications that arrive within half of pingEvery, and pings
+// the connection if none did: a connection that died just after a notification goes
+// unnoticed for at most the rest of that window and a silent one. A read timeout
+// leaves a pgx connection usable. One timeout serves the whole window: one per
+// notification cost 3% of the CPU of make bench-mqtt.
+func (l *Listener) window(ctx context.Context, conn *pgx.Conn) error {
+	wctx, cancel := context.WithTimeout(ctx, pingEvery/2)
 	defer cancel()
-	n, err := conn.WaitForNotification(wctx)
-	if err == nil {
-		return n, nil
+	heard := false
+	for {
+		n, err := conn.WaitForNotification(wctx)
+		if err == nil {
+			heard = true
+			l.dispatch(n.Channel, n.Payload)
+			continue
+		}
+		switch {
+		case ctx.Err() != nil || wctx.Err() == nil:
+			return fmt.Errorf("wait for notification: %w", err)
+		case heard: // the connection answered within the window
+			return nil
+		}
+		pctx, cancel := context.WithTimeout(ctx, pingEvery)
+		defer cancel()
+		if err := conn.Ping(pctx); err != nil {
+			return fmt.Errorf("ping: %w", err)
+		}
+		return nil
 	}
-	if ctx.Err() != nil || wctx.Err() == nil {
-		return nil, fmt.Errorf("wait for notification: %w", err)
-	}
-	pctx, cancel := context.WithTimeout(ctx, pingEvery)
-	defer cancel()
-	if err := conn.Ping(pctx); err != nil {
-		return nil, fmt.Errorf("ping: %w", err)
-	}
-	return nil, nil
 }
 
 func (l *Listener) dispatch(channel, payload string) {
