@@ -85,6 +85,13 @@ func (h *hook) OnSessionEstablished(cl *mochi.Client, pk packets.Packet) {
 	s.acked(0)
 	h.b.sessions.add(s, listens)
 	h.b.Metrics.MQTTConnections.Inc()
+	// A revocation handled between the check above and add found no session to close
+	// (a test saw one connection stay open): check again now that it is listed. The
+	// token cache drops the entry before onTokenInvalidated runs (handlers run in the
+	// order they were registered), so this reads the database then.
+	if _, err := h.b.Tokens.Authenticate(ctx, token(pk)); errors.Is(err, auth.ErrBadToken) {
+		h.b.disconnect(s, "token revoked")
+	}
 }
 
 func (h *hook) OnDisconnect(cl *mochi.Client, cause error, _ bool) {
