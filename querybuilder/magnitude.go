@@ -142,14 +142,13 @@ func power(x magnitude, y *Expr) magnitude {
 	return magnitude{lo: math.Max(math.Min(lo, 0), all.lo), hi: math.Min(math.Max(hi, 0), all.hi)}
 }
 
+// sum bounds x ± y: up to twice the larger, down to a cancellation's last bit.
 func sum(x, y magnitude) magnitude {
-	switch {
-	case x.zero:
-		return y
-	case y.zero:
-		return x
+	u := union(x, y)
+	if x.zero || y.zero {
+		return u
 	}
-	return magnitude{lo: math.Min(x.lo, y.lo) - ulpDigit, hi: math.Max(x.hi, y.hi) + log2}
+	return magnitude{lo: u.lo - ulpDigit, hi: u.hi + log2}
 }
 
 func product(x, y magnitude) magnitude {
@@ -181,7 +180,7 @@ func union(x, y magnitude) magnitude {
 	case y.zero:
 		return x
 	}
-	return magnitude{lo: math.Min(x.lo, y.lo) - ulpDigit, hi: math.Max(x.hi, y.hi)}
+	return magnitude{lo: math.Min(x.lo, y.lo), hi: math.Max(x.hi, y.hi)}
 }
 
 // leafRanges are the input ranges tried, widest first: inputs within ±10^r (and at least
