@@ -61,6 +61,27 @@ func TestSumsPastTheLargestDouble(t *testing.T) {
 	if got := stat("mean", old+61_000, old+120_000); got != (1e308+5)/2 {
 		t.Errorf("v1.6 mean of a finite sum: %v", got)
 	}
+	// a mean of subnormals that rounds to 0: PostgreSQL's / raises "underflow" there
+	postDots(t, c, "tiny", "t", [2]float64{float64(old), 5e-324}, [2]float64{float64(old + 1), 0}, [2]float64{float64(old + 2), 0})
+	tiny := variableIDIn(t, c, "tiny", "t")
+	// and their quarters and days are built from the minute (the spread merge divided and
+	// squared them: "underflow"): no spread below 1e-100, as none beyond 1e150
+	var tinyKey int64
+	if err := env.DB.Pool.QueryRow(ctx, `SELECT id FROM variables WHERE public_id = $1`, tiny).Scan(&tinyKey); err != nil {
+		t.Fatal(err)
+	}
+	if err := (&ingest.Store{Pool: env.DB.Pool}).RebuildVariable(ctx, tinyKey, time.Time{}); err != nil {
+		t.Fatalf("rebuild the tiers of 5e-324, 0, 0: %v", err)
+	}
+	for _, path := range []string{
+		fmt.Sprintf("/api/v1.6/variables/%s/statistics/mean/%d/%d", tiny, old, old+2),             // raw values
+		fmt.Sprintf("/api/v1.6/variables/%s/statistics/mean/%d/%d", tiny, old-60_000, old+60_000), // the minute's tile
+	} {
+		if got := expectStatus(t, c.Get(path), 200)["mean"]; got != 0.0 {
+			t.Errorf("%s: mean %v, want 0 (5e-324 / 3 in IEEE arithmetic)", path, got)
+		}
+	}
+
 	r := postStats(t, c, statsBody{"start": old - 3600_000, "end": end, "variables": []any{statsBody{"variable": id}},
 		"aggregations": []string{"count", "sum", "mean", "max"}})
 	res := entry(t, r, 0)["results"].(map[string]any)

@@ -51,14 +51,23 @@ type tileSums struct {
 }
 
 // spreadLimit is the largest magnitude whose spread is kept: a square beyond it would
-// overflow double precision. A tile holding a larger value has no spread (NULL), and
-// std over a range with such a tile is null rather than an error.
-const spreadLimit = 1e150
+// overflow double precision. spreadFloor is the smallest nonzero one: below it the
+// merges' quotients and squares of differences round to 0, which PostgreSQL refuses as
+// an underflow (a quarter of 5e-324, 0, 0 failed its rebuild). A tile holding a value
+// outside them has no spread (NULL), and std over a range with such a tile is null
+// rather than an error.
+const (
+	spreadLimit = 1e150
+	spreadFloor = 1e-100
+)
+
+// tiny tells whether a row's value is below spreadFloor (and not 0).
+func tiny(r row) bool { return r.value != 0 && math.Abs(r.value) < spreadFloor }
 
 // spread is the tile's shifted sum and sum of squared deviations, in two passes over
 // values shifted by the tile's min; NaN (stored as NULL) beyond spreadLimit.
 func spread(rows []row, lo, hi float64) (float64, float64) {
-	if math.Abs(lo) > spreadLimit || math.Abs(hi) > spreadLimit {
+	if math.Abs(lo) > spreadLimit || math.Abs(hi) > spreadLimit || slices.ContainsFunc(rows, tiny) {
 		return math.NaN(), math.NaN()
 	}
 	ks := 0.0
@@ -175,8 +184,11 @@ const (
 func rawTileSQL(width, from, cond string) string {
 	return `SELECT variable_id, tile, count(*)::int, ` + querybuilder.SumSQL("value") + `, min(value), max(value),
        -- the FILTERs keep the aggregates from overflowing; the CASEs drop what they saw
-       CASE WHEN max(abs(value)) <= 1e150 THEN sum(value - lo) FILTER (WHERE abs(lo) <= 1e150 AND abs(value) <= 1e150) END,
-       CASE WHEN max(abs(value)) <= 1e150 THEN var_pop(value - lo) FILTER (WHERE abs(lo) <= 1e150 AND abs(value) <= 1e150) * count(*) END,
+       -- (spreadLimit, spreadFloor)
+       CASE WHEN max(abs(value)) <= 1e150 AND NOT bool_or(value <> 0 AND abs(value) < 1e-100)
+           THEN sum(value - lo) FILTER (WHERE abs(lo) <= 1e150 AND abs(value) <= 1e150) END,
+       CASE WHEN max(abs(value)) <= 1e150 AND NOT bool_or(value <> 0 AND abs(value) < 1e-100)
+           THEN var_pop(value - lo) FILTER (WHERE abs(lo) <= 1e150 AND abs(value) <= 1e150) * count(*) END,
        min(ts), first(value, ts), max(ts), last(value, ts), first(ts, ROW(value, ts)), first(ts, ROW(-value, ts))
 FROM (SELECT x.variable_id, time_bucket(INTERVAL '` + width + `', x.ts) AS tile, x.ts, x.value,
              min(x.value) OVER (PARTITION BY x.variable_id, time_bucket(INTERVAL '` + width + `', x.ts)) AS lo

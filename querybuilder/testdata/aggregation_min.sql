@@ -15,12 +15,12 @@ pts AS (
     FROM (SELECT DISTINCT id FROM vars) v
     CROSS JOIN LATERAL (
       SELECT * FROM (
-        (SELECT variable_id, ts AS ts, 1 AS n, value AS sum, value AS min, value AS max, CASE WHEN abs(value) <= 1e150 THEN 0::float8 END AS ks, CASE WHEN abs(value) <= 1e150 THEN 0::float8 END AS m2, ts AS first_ts, value AS first_value, ts AS last_ts, value AS last_value, ts AS min_ts, ts AS max_ts FROM "values"
+        (SELECT variable_id, ts AS ts, 1 AS n, value AS sum, value AS min, value AS max, CASE WHEN abs(value) <= 1e150 AND (value = 0 OR abs(value) >= 1e-100) THEN 0::float8 END AS ks, CASE WHEN abs(value) <= 1e150 AND (value = 0 OR abs(value) >= 1e-100) THEN 0::float8 END AS m2, ts AS first_ts, value AS first_value, ts AS last_ts, value AS last_value, ts AS min_ts, ts AS max_ts FROM "values"
          WHERE variable_id = v.id
          ORDER BY ts DESC
          LIMIT 100)
         UNION ALL
-        SELECT variable_id, ts AS ts, 1 AS n, value AS sum, value AS min, value AS max, CASE WHEN abs(value) <= 1e150 THEN 0::float8 END AS ks, CASE WHEN abs(value) <= 1e150 THEN 0::float8 END AS m2, ts AS first_ts, value AS first_value, ts AS last_ts, value AS last_value, ts AS min_ts, ts AS max_ts
+        SELECT variable_id, ts AS ts, 1 AS n, value AS sum, value AS min, value AS max, CASE WHEN abs(value) <= 1e150 AND (value = 0 OR abs(value) >= 1e-100) THEN 0::float8 END AS ks, CASE WHEN abs(value) <= 1e150 AND (value = 0 OR abs(value) >= 1e-100) THEN 0::float8 END AS m2, ts AS first_ts, value AS first_value, ts AS last_ts, value AS last_value, ts AS min_ts, ts AS max_ts
         FROM packed_dots(packed_newest_day(v.id, 100, 'infinity'), 'infinity') WHERE variable_id = v.id
       ) both_layouts
       ORDER BY ts DESC

@@ -89,7 +89,7 @@ origin AS MATERIALIZED (
 buckets AS (
   SELECT vars.ord, b.key, b.value
   FROM (
-    SELECT pts.variable_id, time_bucket(make_interval(mins => ?), pts.ts, (SELECT at FROM origin)) AS key, ieee_finite(sum(sum) / sum(n)) AS value
+    SELECT pts.variable_id, time_bucket(make_interval(mins => ?), pts.ts, (SELECT at FROM origin)) AS key, finite_div(sum(sum), sum(n)) AS value
     FROM pts
     GROUP BY 1, 2
   ) b

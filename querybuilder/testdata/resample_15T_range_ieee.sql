@@ -89,7 +89,7 @@ origin AS MATERIALIZED (
 buckets AS (
   SELECT vars.ord, b.key, b.value
   FROM (
-    SELECT pts.variable_id, time_bucket(make_interval(mins => ?), pts.ts, (SELECT at FROM origin)) AS key, ieee_finite(ieee_join(sum(sum) FILTER (WHERE abs(sum) < 1e290), sum(ieee_down(sum)) FILTER (WHERE NOT abs(sum) < 1e290)) / sum(n)) AS value
+    SELECT pts.variable_id, time_bucket(make_interval(mins => ?), pts.ts, (SELECT at FROM origin)) AS key, finite_div(ieee_join(sum(sum) FILTER (WHERE abs(sum) < 1e290), sum(ieee_down(sum)) FILTER (WHERE NOT abs(sum) < 1e290)), sum(n)) AS value
     FROM pts
     GROUP BY 1, 2
   ) b

@@ -25,19 +25,19 @@ res AS (
 ) v ON true
 ),
 pts AS (
-    SELECT x.variable_id, x.ts AS ts, 1 AS n, x.value AS sum, x.value AS min, x.value AS max, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS ks, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS m2, x.ts AS first_ts, x.value AS first_value, x.ts AS last_ts, x.value AS last_value, x.ts AS min_ts, x.ts AS max_ts
+    SELECT x.variable_id, x.ts AS ts, 1 AS n, x.value AS sum, x.value AS min, x.value AS max, CASE WHEN abs(x.value) <= 1e150 AND (x.value = 0 OR abs(x.value) >= 1e-100) THEN 0::float8 END AS ks, CASE WHEN abs(x.value) <= 1e150 AND (x.value = 0 OR abs(x.value) >= 1e-100) THEN 0::float8 END AS m2, x.ts AS first_ts, x.value AS first_value, x.ts AS last_ts, x.value AS last_value, x.ts AS min_ts, x.ts AS max_ts
     FROM "values" x
     WHERE x.variable_id = ANY (ARRAY(SELECT id FROM res WHERE id IS NOT NULL)) AND x.ts >= ? AND x.ts < ?
     UNION ALL
-    SELECT x.variable_id, x.ts AS ts, 1 AS n, x.value AS sum, x.value AS min, x.value AS max, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS ks, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS m2, x.ts AS first_ts, x.value AS first_value, x.ts AS last_ts, x.value AS last_value, x.ts AS min_ts, x.ts AS max_ts
+    SELECT x.variable_id, x.ts AS ts, 1 AS n, x.value AS sum, x.value AS min, x.value AS max, CASE WHEN abs(x.value) <= 1e150 AND (x.value = 0 OR abs(x.value) >= 1e-100) THEN 0::float8 END AS ks, CASE WHEN abs(x.value) <= 1e150 AND (x.value = 0 OR abs(x.value) >= 1e-100) THEN 0::float8 END AS m2, x.ts AS first_ts, x.value AS first_value, x.ts AS last_ts, x.value AS last_value, x.ts AS min_ts, x.ts AS max_ts
     FROM packed_dots(?, ?) x
     WHERE x.variable_id = ANY (ARRAY(SELECT id FROM res WHERE id IS NOT NULL)) AND x.ts >= ? AND x.ts < ?
     UNION ALL
-    SELECT x.variable_id, x.ts AS ts, 1 AS n, x.value AS sum, x.value AS min, x.value AS max, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS ks, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS m2, x.ts AS first_ts, x.value AS first_value, x.ts AS last_ts, x.value AS last_value, x.ts AS min_ts, x.ts AS max_ts
+    SELECT x.variable_id, x.ts AS ts, 1 AS n, x.value AS sum, x.value AS min, x.value AS max, CASE WHEN abs(x.value) <= 1e150 AND (x.value = 0 OR abs(x.value) >= 1e-100) THEN 0::float8 END AS ks, CASE WHEN abs(x.value) <= 1e150 AND (x.value = 0 OR abs(x.value) >= 1e-100) THEN 0::float8 END AS m2, x.ts AS first_ts, x.value AS first_value, x.ts AS last_ts, x.value AS last_value, x.ts AS min_ts, x.ts AS max_ts
     FROM "values" x
     WHERE x.variable_id = ANY (ARRAY(SELECT id FROM res WHERE id IS NOT NULL)) AND x.ts >= ? AND x.ts <= ?
     UNION ALL
-    SELECT x.variable_id, x.ts AS ts, 1 AS n, x.value AS sum, x.value AS min, x.value AS max, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS ks, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS m2, x.ts AS first_ts, x.value AS first_value, x.ts AS last_ts, x.value AS last_value, x.ts AS min_ts, x.ts AS max_ts
+    SELECT x.variable_id, x.ts AS ts, 1 AS n, x.value AS sum, x.value AS min, x.value AS max, CASE WHEN abs(x.value) <= 1e150 AND (x.value = 0 OR abs(x.value) >= 1e-100) THEN 0::float8 END AS ks, CASE WHEN abs(x.value) <= 1e150 AND (x.value = 0 OR abs(x.value) >= 1e-100) THEN 0::float8 END AS m2, x.ts AS first_ts, x.value AS first_value, x.ts AS last_ts, x.value AS last_value, x.ts AS min_ts, x.ts AS max_ts
     FROM packed_dots(?, ?) x
     WHERE x.variable_id = ANY (ARRAY(SELECT id FROM res WHERE id IS NOT NULL)) AND x.ts >= ? AND x.ts <= ?
     UNION ALL
@@ -45,7 +45,7 @@ pts AS (
     FROM value_minutes m
     WHERE m.variable_id = ANY (ARRAY(SELECT id FROM res WHERE id IS NOT NULL)) AND m.tile >= ? AND m.tile < ?
     UNION ALL
-    SELECT x.variable_id, x.ts AS ts, 1 AS n, x.value AS sum, x.value AS min, x.value AS max, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS ks, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS m2, x.ts AS first_ts, x.value AS first_value, x.ts AS last_ts, x.value AS last_value, x.ts AS min_ts, x.ts AS max_ts
+    SELECT x.variable_id, x.ts AS ts, 1 AS n, x.value AS sum, x.value AS min, x.value AS max, CASE WHEN abs(x.value) <= 1e150 AND (x.value = 0 OR abs(x.value) >= 1e-100) THEN 0::float8 END AS ks, CASE WHEN abs(x.value) <= 1e150 AND (x.value = 0 OR abs(x.value) >= 1e-100) THEN 0::float8 END AS m2, x.ts AS first_ts, x.value AS first_value, x.ts AS last_ts, x.value AS last_value, x.ts AS min_ts, x.ts AS max_ts
     FROM packed_dots(?, ?) x
     WHERE x.variable_id = ANY (ARRAY(SELECT id FROM res WHERE id IS NOT NULL))
     UNION ALL
@@ -53,7 +53,7 @@ pts AS (
     FROM value_minutes m
     WHERE m.variable_id = ANY (ARRAY(SELECT id FROM res WHERE id IS NOT NULL)) AND m.tile >= ? AND m.tile < ?
     UNION ALL
-    SELECT x.variable_id, x.ts AS ts, 1 AS n, x.value AS sum, x.value AS min, x.value AS max, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS ks, CASE WHEN abs(x.value) <= 1e150 THEN 0::float8 END AS m2, x.ts AS first_ts, x.value AS first_value, x.ts AS last_ts, x.value AS last_value, x.ts AS min_ts, x.ts AS max_ts
+    SELECT x.variable_id, x.ts AS ts, 1 AS n, x.value AS sum, x.value AS min, x.value AS max, CASE WHEN abs(x.value) <= 1e150 AND (x.value = 0 OR abs(x.value) >= 1e-100) THEN 0::float8 END AS ks, CASE WHEN abs(x.value) <= 1e150 AND (x.value = 0 OR abs(x.value) >= 1e-100) THEN 0::float8 END AS m2, x.ts AS first_ts, x.value AS first_value, x.ts AS last_ts, x.value AS last_value, x.ts AS min_ts, x.ts AS max_ts
     FROM packed_dots(?, ?) x
     WHERE x.variable_id = ANY (ARRAY(SELECT id FROM res WHERE id IS NOT NULL))
     UNION ALL
@@ -75,7 +75,7 @@ s AS (
            first(x.min_ts, ROW(x.min, x.min_ts)) AS min_ts,
            max(x.max) AS max_value,
            first(x.max_ts, ROW(-x.max, x.max_ts)) AS max_ts,
-           ieee_finite(sum(x.sum) / sum(x.n)) AS mean_value
+           finite_div(sum(x.sum), sum(x.n)) AS mean_value
     FROM pts x
     GROUP BY x.variable_id
 ) SELECT v.ord AS ord,

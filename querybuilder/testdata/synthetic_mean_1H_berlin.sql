@@ -12,7 +12,7 @@ origin AS MATERIALIZED (
 UNION ALL SELECT ts, value FROM packed_dots('-infinity'::timestamptz, 'infinity'::timestamptz) WHERE variable_id = ?::bigint OFFSET 0) q ORDER BY q.ts LIMIT 1) fp) d
 )
 SELECT g.key AS ts, g.value FROM (
-  SELECT time_bucket(make_interval(hours => ?), pts.ts, (SELECT at FROM origin)) AS key, ieee_finite(ieee_join(sum(sum) FILTER (WHERE abs(sum) < 1e290), sum(ieee_down(sum)) FILTER (WHERE NOT abs(sum) < 1e290)) / sum(n)) AS value FROM pts GROUP BY 1
+  SELECT time_bucket(make_interval(hours => ?), pts.ts, (SELECT at FROM origin)) AS key, finite_div(ieee_join(sum(sum) FILTER (WHERE abs(sum) < 1e290), sum(ieee_down(sum)) FILTER (WHERE NOT abs(sum) < 1e290)), sum(n)) AS value FROM pts GROUP BY 1
 ) g
 ) w1 WHERE w1.value IS NOT NULL AND TRUE
 ) s
