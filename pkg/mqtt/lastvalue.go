@@ -46,9 +46,7 @@ func (b *Broker) onLastValue(payload string) {
 		return
 	}
 	if !v.Reread {
-		for _, s := range listeners {
-			b.offer(s, v)
-		}
+		b.deliver(listeners, v)
 		return
 	}
 	go func() {
@@ -59,15 +57,16 @@ func (b *Broker) onLastValue(payload string) {
 			b.Log.Warn("read last value", "error", err.Error())
 			return
 		}
+		listeners := b.sessions.listeners(v.Account) // again: the read took a while
 		for _, v := range vs {
-			b.deliver(v)
+			b.deliver(listeners, v)
 		}
 	}()
 }
 
-// deliver offers v to every listening session of its account on this instance.
-func (b *Broker) deliver(v lastValue) {
-	for _, s := range b.sessions.listeners(v.Account) {
+// deliver offers v to the sessions (the listening ones of its account).
+func (b *Broker) deliver(to []*session, v lastValue) {
+	for _, s := range to {
 		b.offer(s, v)
 	}
 }
