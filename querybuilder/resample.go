@@ -245,6 +245,26 @@ func gridFor(p Period, zone string, first sq.Sqlizer) grid {
 	}
 }
 
+// freeGrid is gridFor's grid without an origin, for the periods whose buckets are the
+// same whatever the day of the first point (see Expr.anchored): one local day, and, in
+// UTC, minutes or hours that divide a day (time_bucket's default origin is a UTC
+// midnight). ok is false for the others.
+func freeGrid(p Period, zone string) (g grid, ok bool) {
+	switch {
+	case p.Unit == Day && p.N == 1:
+		return grid{
+			key:   sq.Expr("(pts.ts AT TIME ZONE ?)::date::timestamp", zone),
+			step:  sq.Expr("interval '1 day'"),
+			label: localMidnight("g.key", zone),
+		}, true
+	case (p.Unit == Minute && 24*60%p.N == 0 || p.Unit == Hour && 24%p.N == 0) && zone == "UTC":
+		unit := map[Unit]string{Minute: "mins", Hour: "hours"}[p.Unit]
+		width := sq.Expr("make_interval("+unit+" => ?)", p.N)
+		return grid{key: sq.Expr("time_bucket(?, pts.ts)", width), step: width, label: sq.Expr("g.key")}, true
+	}
+	return grid{}, false
+}
+
 // localMidnight is the first instant of the local day whose 00:00 is the timestamp
 // wall, as pandas labels it: PostgreSQL reads a midnight that happens twice (a change
 // from 01:00 back to 00:00, as in Atlantic/Azores or America/Havana) as the later

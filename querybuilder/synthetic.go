@@ -74,6 +74,18 @@ func (e *Expr) IsWindow() bool {
 	return e.Kind == ExprCall && e.Period.N > 0
 }
 
+// anchored tells whether a window's buckets depend on where its argument's history
+// starts: E8 counts nT, nH and nD buckets from the local midnight of the first value
+// (weeks and months are calendar ones). They do not when every midnight lies on the
+// grid whatever the first day: one-day buckets (local dates), and minutes or hours
+// that divide a day, in UTC, which never changes its offset. Those windows are
+// compiled without the origin (freeGrid), and a recompute of part of their history
+// needs no look at its start.
+func (e *Expr) anchored() bool {
+	_, free := freeGrid(e.Period, e.Zone)
+	return !free && e.Period.Unit != Week && e.Period.Unit != Month
+}
+
 // Refs lists the keys the expression reads, each once, in order of appearance.
 func (e *Expr) Refs() []Ref {
 	var out []Ref
@@ -98,13 +110,14 @@ func (e *Expr) Refs() []Ref {
 // IsScalar tells whether the node reads no variable (a constant).
 func (e *Expr) IsScalar() bool { return len(e.Refs()) == 0 }
 
-// Windows lists the window-function nodes, in pre-order (pkg/synthetic keeps the first
-// timestamp of each one's argument: a change of it moves the bucket grid).
-func (e *Expr) Windows() []*Expr {
+// AnchoredWindows lists the window-function nodes whose buckets start from their
+// argument's first value, in pre-order (pkg/synthetic keeps the first timestamp of
+// each one's argument: a change of it moves the bucket grid).
+func (e *Expr) AnchoredWindows() []*Expr {
 	var out []*Expr
 	var walk func(*Expr)
 	walk = func(n *Expr) {
-		if n.IsWindow() {
+		if n.IsWindow() && n.anchored() {
 			out = append(out, n)
 		}
 		for _, a := range n.Args {
@@ -148,6 +161,24 @@ func (e *Expr) margin() time.Duration {
 	return 32 * 24 * time.Hour
 }
 
+// width is the width of a window's buckets when it is fixed and they lie on a grid
+// of their own (minutes or hours dividing a day, in UTC: see anchored), else 0: a
+// change then reaches only its own buckets, and a bucket only its own values.
+func (e *Expr) width() time.Duration {
+	if _, free := freeGrid(e.Period, e.Zone); !free || e.Period.Unit == Day {
+		return 0
+	}
+	return e.margin()
+}
+
+// floorTo is the start of the w-wide bucket holding ms (unbounded ends stay).
+func floorTo(ms, w int64) int64 {
+	if ms <= -Unbounded || ms >= Unbounded {
+		return ms
+	}
+	return ms - ((ms%w)+w)%w
+}
+
 // Unbounded is the end of a range that has none.
 const Unbounded = int64(1) << 62
 
@@ -160,6 +191,9 @@ func (e *Expr) Affected(from, to int64) (int64, int64) {
 		return from, to
 	case e.IsWindow():
 		lo, hi := e.Args[0].Affected(from, to)
+		if w := e.width().Milliseconds(); w > 0 { // the labels of the buckets holding [lo, hi]
+			return floorTo(lo, w), floorTo(hi, w)
+		}
 		m := e.margin().Milliseconds()
 		return lo - m, satAdd(hi, m)
 	case e.Kind == ExprCall && Functions[e.Op].Kind == FuncSeries:
@@ -228,6 +262,19 @@ func (b span) widen(d time.Duration) span {
 	}
 	if b.hi != nil {
 		out.hi = sq.ConcatExpr("(", b.hi, " + "+iv+")")
+	}
+	return out
+}
+
+// buckets widens the span to the w-wide buckets (time_bucket's) holding its ends.
+func (b span) buckets(w time.Duration) span {
+	iv := fmt.Sprintf("interval '%d seconds'", int64(w/time.Second))
+	var out span
+	if b.lo != nil {
+		out.lo = sq.ConcatExpr("time_bucket("+iv+", ", b.lo, ")")
+	}
+	if b.hi != nil {
+		out.hi = sq.ConcatExpr("(time_bucket("+iv+", ", b.hi, ") + "+iv+" - interval '1 microsecond')")
 	}
 	return out
 }
@@ -475,12 +522,11 @@ func (c *synthCompiler) seriesFunc(e *Expr, b span) (sq.Sqlizer, error) {
 	n := max(e.N, 1)
 	inner := span{hi: b.hi}
 	if b.lo != nil && e.Op != "cumsum" {
-		before, err := c.series(e.Args[0], span{hi: sq.ConcatExpr("(", b.lo, " - interval '1 millisecond')")})
+		before, err := c.nthBefore(e.Args[0], b.lo, n)
 		if err != nil {
 			return nil, err
 		}
-		inner.lo = sq.ConcatExpr("coalesce((SELECT q.ts FROM (", before,
-			fmt.Sprintf(") q ORDER BY q.ts DESC OFFSET %d LIMIT 1), '-infinity'::timestamptz)", n-1))
+		inner.lo = sq.ConcatExpr("coalesce(", before, ", '-infinity'::timestamptz)")
 	}
 	arg, err := c.series(e.Args[0], inner)
 	if err != nil {
@@ -498,6 +544,54 @@ func (c *synthCompiler) seriesFunc(e *Expr, b span) (sq.Sqlizer, error) {
 	a := c.next("f")
 	return sq.ConcatExpr("SELECT "+a+".ts, "+a+".value FROM (\nSELECT w.ts, "+v+" AS value FROM (\n", arg,
 		"\n) w\n) "+a+" WHERE "+a+".value IS NOT NULL AND ", b.where(a+".ts")), nil
+}
+
+// nthBefore is a scalar subquery: the timestamp of e's n-th value before lo, counting
+// back (NULL when there are fewer). For a reference it reads n values from the newest
+// down in each layout (an index scan of the rows, the newest packed days), never the
+// history before them; other expressions are computed up to lo and sorted.
+func (c *synthCompiler) nthBefore(e *Expr, lo sq.Sqlizer, n int) (sq.Sqlizer, error) {
+	end := sq.ConcatExpr("(", lo, " - interval '1 millisecond')")
+	if e.Kind == ExprRef {
+		k := refKey(e.Ref)
+		return sq.ConcatExpr(`(SELECT u.ts FROM (
+  (SELECT ts FROM "values" WHERE variable_id = `, k, ` AND ts <= `, end, fmt.Sprintf(` ORDER BY ts DESC LIMIT %d)
+  UNION ALL
+  (SELECT ts FROM packed_dots(packed_newest_day(`, n), k, fmt.Sprintf(`, %d, `, n), end, `), `, end, `) WHERE variable_id = `, k,
+			fmt.Sprintf(` ORDER BY ts DESC LIMIT %d)
+) u ORDER BY u.ts DESC OFFSET %d LIMIT 1)`, n, n-1)), nil
+	}
+	before, err := c.series(e, span{hi: end})
+	if err != nil {
+		return nil, err
+	}
+	return sq.ConcatExpr("(SELECT q.ts FROM (", before, fmt.Sprintf(") q ORDER BY q.ts DESC OFFSET %d LIMIT 1)", n-1)), nil
+}
+
+// firstTS is a SELECT of at most one row, the first timestamp (ts) of e's values, full
+// being e over its whole history. For a reference it is one index probe in each layout
+// (the oldest row, the first dot of the oldest packed day), never a read of the history.
+func firstTS(e *Expr, full sq.Sqlizer) sq.Sqlizer {
+	if e.Kind == ExprRef {
+		k := refKey(e.Ref)
+		return sq.ConcatExpr(`SELECT min(u.ts) AS ts FROM (
+  (SELECT ts FROM "values" WHERE variable_id = `, k, ` ORDER BY ts LIMIT 1)
+  UNION ALL
+  (SELECT p.ts_base + p.ts_r[1] * INTERVAL '1 ms' FROM values_packed p WHERE p.variable_id = `, k, ` ORDER BY p.day LIMIT 1)
+) u`)
+	}
+	return sq.ConcatExpr("SELECT q.ts FROM (", full, ") q ORDER BY q.ts LIMIT 1")
+}
+
+// SyntheticFirst compiles the statement answering the first timestamp (ts) of an
+// expression's values: no row, or a NULL one, when it has none.
+func SyntheticFirst(e *Expr) (Query, error) {
+	c := &synthCompiler{}
+	full, err := c.series(e, span{})
+	if err != nil {
+		return Query{}, err
+	}
+	return build(firstTS(e, full), nil)
 }
 
 // Window aggregates over points (ts, value, and the summary columns n, sum, min, max
@@ -527,12 +621,18 @@ func (c *synthCompiler) window(e *Expr, b span) (sq.Sqlizer, error) {
 	}
 	arg := full
 	if b.lo != nil || b.hi != nil {
-		if arg, err = c.series(e.Args[0], b.widen(e.margin())); err != nil {
+		read := b.widen(e.margin())
+		if w := e.width(); w > 0 {
+			read = b.buckets(w)
+		}
+		if arg, err = c.series(e.Args[0], read); err != nil {
 			return nil, err
 		}
 	}
-	first := sq.ConcatExpr("SELECT q.ts FROM (", full, ") q ORDER BY q.ts LIMIT 1")
-	g := gridFor(e.Period, e.Zone, first)
+	g, free := freeGrid(e.Period, e.Zone)
+	if !free {
+		g = gridFor(e.Period, e.Zone, firstTS(e.Args[0], full))
+	}
 	var origin any = ""
 	if g.origin != nil {
 		origin = sq.Expr(",\norigin AS MATERIALIZED (\n  ?\n)", g.origin)

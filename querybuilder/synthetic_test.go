@@ -31,6 +31,8 @@ func TestSyntheticGolden(t *testing.T) {
 		{"synthetic_two_inputs.sql", bin("/", ref(3), ref(4)), &from, &to},
 		{"synthetic_mean_1H_berlin.sql", win("mean", ref(3), Period{Hour, 1}, "Europe/Berlin"), nil, nil},
 		{"synthetic_sum_1D_kathmandu_range.sql", win("sum", bin("*", ref(3), ref(4)), Period{Day, 1}, "Asia/Kathmandu"), &from, &to},
+		// a live recompute of an hour's bucket: its own values read, no origin
+		{"synthetic_mean_1H_utc_range.sql", win("mean", ref(3), Period{Hour, 1}, "UTC"), &from, &from},
 		{"synthetic_std_M.sql", win("std", ref(3), Period{Month, 1}, "UTC"), nil, nil},
 		{"synthetic_diff_range.sql", call("diff", ref(3)), &from, nil},
 		{"synthetic_shift_cumsum.sql", bin("-", call("cumsum", ref(3)), shift), &from, nil},
@@ -50,6 +52,24 @@ func TestSyntheticGolden(t *testing.T) {
 	}
 }
 
+// Only windows whose grid depends on the first value need it looked up.
+func TestAnchoredWindows(t *testing.T) {
+	free := []*Expr{win("mean", ref(1), Period{Hour, 1}, "UTC"), win("sum", ref(1), Period{Minute, 15}, "UTC"),
+		win("max", ref(1), Period{Day, 1}, "Asia/Kathmandu"), win("std", ref(1), Period{Week, 1}, "UTC")}
+	anchored := []*Expr{win("mean", ref(1), Period{Hour, 1}, "Europe/Berlin"), win("sum", ref(1), Period{Hour, 5}, "UTC"),
+		win("max", ref(1), Period{Day, 2}, "UTC"), win("min", ref(1), Period{Minute, 7}, "UTC")}
+	for _, e := range free {
+		if len(e.AnchoredWindows()) != 0 {
+			t.Errorf("%s %v %s: anchored", e.Op, e.Period, e.Zone)
+		}
+	}
+	for _, e := range anchored {
+		if len(bin("+", e, free[0]).AnchoredWindows()) != 1 {
+			t.Errorf("%s %v %s: not anchored", e.Op, e.Period, e.Zone)
+		}
+	}
+}
+
 func TestSyntheticScalarRefused(t *testing.T) {
 	if _, err := Synthetic(SyntheticRequest{Expr: bin("+", num(1), num(2))}); err == nil {
 		t.Fatal("a constant compiled")
@@ -64,16 +84,22 @@ func TestSyntheticAffected(t *testing.T) {
 		lo, hi int64
 	}{
 		{bin("*", ref(1), num(2)), 10 * h, 11 * h},
-		{win("mean", ref(1), Period{Hour, 1}, "UTC"), 9 * h, 12 * h},
+		{win("mean", ref(1), Period{Hour, 1}, "UTC"), 10 * h, 11 * h}, // its own buckets: they lie on UTC hours
+		{win("mean", ref(1), Period{Hour, 1}, "Europe/Berlin"), 9 * h, 12 * h},
+		{win("mean", ref(1), Period{Hour, 5}, "UTC"), 5 * h, 16 * h}, // 5 hours do not divide a day
 		{win("sum", ref(1), Period{Month, 1}, "UTC"), 10*h - 32*24*h, 11*h + 32*24*h},
 		{call("diff", ref(1)), 10 * h, Unbounded},
-		{bin("+", call("cumsum", ref(1)), win("count", ref(2), Period{Minute, 30}, "UTC")), 10*h - h/2, Unbounded},
+		{bin("+", call("cumsum", ref(1)), win("count", ref(2), Period{Minute, 7}, "UTC")), 10*h - 7*h/60, Unbounded},
 	}
 	for i, tc := range cases {
 		lo, hi := tc.expr.Affected(10*h, 11*h)
 		if lo != tc.lo || hi != tc.hi {
 			t.Errorf("case %d: [%d, %d], want [%d, %d]", i, lo, hi, tc.lo, tc.hi)
 		}
+	}
+	// a free grid's change inside buckets reaches their labels, the buckets' starts
+	if lo, hi := win("sum", ref(1), Period{Minute, 30}, "UTC").Affected(10*h+h/6, 11*h+h/2+1); lo != 10*h || hi != 11*h+h/2 {
+		t.Errorf("30T: [%d, %d]", lo, hi)
 	}
 	if !strings.Contains(SyntheticNote, "§17") {
 		t.Fatal(SyntheticNote)

@@ -215,10 +215,10 @@ func Firsts(ctx context.Context, tx Tx, d *Definition) ([]int64, error) {
 // firstsStatements are the statements Firsts runs, one per window function of d, each
 // answering one bigint (pgx's $n placeholders).
 func firstsStatements(d *Definition) ([]querybuilder.Query, error) {
-	ws := d.Expr.Windows()
+	ws := d.Expr.AnchoredWindows()
 	out := make([]querybuilder.Query, 0, len(ws))
 	for _, w := range ws {
-		q, err := querybuilder.Synthetic(querybuilder.SyntheticRequest{Expr: w.Args[0]})
+		q, err := querybuilder.SyntheticFirst(w.Args[0])
 		if err != nil {
 			return nil, err
 		}
@@ -237,7 +237,7 @@ func firstsStatements(d *Definition) ([]querybuilder.Query, error) {
 // d's dependents over what it recomputed. The caller holds the variable's row lock.
 func Recompute(ctx context.Context, tx Tx, d *Definition, ranges [][2]int64) (payload string, err error) {
 	ranges = merge(ranges)
-	if len(d.Expr.Windows()) > 0 {
+	if len(d.Expr.AnchoredWindows()) > 0 {
 		now, err := Firsts(ctx, tx, d)
 		if err != nil {
 			return "", err

@@ -36,7 +36,7 @@ func TestPropertyTwoInstances(t *testing.T) {
 		{"s4", `sum({{p.s2}} * {{p.x}}, "1D", "Asia/Kathmandu") + shift({{p.x}}, 2)`},
 	}
 	alternatives := map[string][]string{
-		"s2": {`mean({{p.s1}}, "1H", "Europe/Berlin")`, `max({{p.s1}}, "2H", "Europe/Berlin")`, `count({{p.s1}}, "30T")`},
+		"s2": {`mean({{p.s1}}, "1H", "Europe/Berlin")`, `max({{p.s1}}, "2H", "Europe/Berlin")`, `count({{p.s1}}, "30T")`, `mean({{p.s1}}, "1H")`},
 		"s3": {"cumsum({{p.y}}) - diff({{p.s1}})", "where({{p.x}} > 5, {{p.s1}} / {{p.y}}, -{{p.x}})"},
 	}
 	ids := map[string]string{}

@@ -288,7 +288,7 @@ func (u *Upkeep) recompute(ctx context.Context, tx pgx.Tx, jobs []*job) (payload
 	// the windows' first values, all in one round trip
 	b = &pgx.Batch{}
 	for _, j := range live {
-		if len(j.d.Expr.Windows()) == 0 {
+		if len(j.d.Expr.AnchoredWindows()) == 0 {
 			continue
 		}
 		stmts, err := firstsStatements(j.d)

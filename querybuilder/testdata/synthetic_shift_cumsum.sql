@@ -12,10 +12,16 @@ UNION ALL SELECT ts, value FROM packed_dots('-infinity'::timestamptz, 'infinity'
 ) f1 WHERE f1.value IS NOT NULL AND f1.ts >= ?::timestamptz) s2
 JOIN (SELECT f3.ts, f3.value FROM (
 SELECT w.ts, lag(w.value, 2) OVER (ORDER BY w.ts) AS value FROM (
-SELECT ts, value FROM "values" WHERE variable_id = ?::bigint AND ts >= coalesce((SELECT q.ts FROM (SELECT ts, value FROM "values" WHERE variable_id = ?::bigint AND ts <= (?::timestamptz - interval '1 millisecond')
-UNION ALL SELECT ts, value FROM packed_dots('-infinity'::timestamptz, (?::timestamptz - interval '1 millisecond')::timestamptz) WHERE variable_id = ?::bigint OFFSET 0) q ORDER BY q.ts DESC OFFSET 1 LIMIT 1), '-infinity'::timestamptz)
-UNION ALL SELECT ts, value FROM packed_dots(coalesce((SELECT q.ts FROM (SELECT ts, value FROM "values" WHERE variable_id = ?::bigint AND ts <= (?::timestamptz - interval '1 millisecond')
-UNION ALL SELECT ts, value FROM packed_dots('-infinity'::timestamptz, (?::timestamptz - interval '1 millisecond')::timestamptz) WHERE variable_id = ?::bigint OFFSET 0) q ORDER BY q.ts DESC OFFSET 1 LIMIT 1), '-infinity'::timestamptz)::timestamptz, 'infinity'::timestamptz) WHERE variable_id = ?::bigint OFFSET 0
+SELECT ts, value FROM "values" WHERE variable_id = ?::bigint AND ts >= coalesce((SELECT u.ts FROM (
+  (SELECT ts FROM "values" WHERE variable_id = ?::bigint AND ts <= (?::timestamptz - interval '1 millisecond') ORDER BY ts DESC LIMIT 2)
+  UNION ALL
+  (SELECT ts FROM packed_dots(packed_newest_day(?::bigint, 2, (?::timestamptz - interval '1 millisecond')), (?::timestamptz - interval '1 millisecond')) WHERE variable_id = ?::bigint ORDER BY ts DESC LIMIT 2)
+) u ORDER BY u.ts DESC OFFSET 1 LIMIT 1), '-infinity'::timestamptz)
+UNION ALL SELECT ts, value FROM packed_dots(coalesce((SELECT u.ts FROM (
+  (SELECT ts FROM "values" WHERE variable_id = ?::bigint AND ts <= (?::timestamptz - interval '1 millisecond') ORDER BY ts DESC LIMIT 2)
+  UNION ALL
+  (SELECT ts FROM packed_dots(packed_newest_day(?::bigint, 2, (?::timestamptz - interval '1 millisecond')), (?::timestamptz - interval '1 millisecond')) WHERE variable_id = ?::bigint ORDER BY ts DESC LIMIT 2)
+) u ORDER BY u.ts DESC OFFSET 1 LIMIT 1), '-infinity'::timestamptz)::timestamptz, 'infinity'::timestamptz) WHERE variable_id = ?::bigint OFFSET 0
 ) w
 ) f3 WHERE f3.value IS NOT NULL AND f3.ts >= ?::timestamptz) s4 ON s4.ts = s2.ts
 ) p WHERE p.value IS NOT NULL

@@ -11,22 +11,11 @@ UNION ALL SELECT ts, value FROM packed_dots((?::timestamptz - interval '93600 se
 JOIN (SELECT ts, value FROM "values" WHERE variable_id = ?::bigint AND ts >= (?::timestamptz - interval '93600 seconds') AND ts <= (?::timestamptz + interval '93600 seconds')
 UNION ALL SELECT ts, value FROM packed_dots((?::timestamptz - interval '93600 seconds')::timestamptz, (?::timestamptz + interval '93600 seconds')::timestamptz) WHERE variable_id = ?::bigint OFFSET 0) s4 ON s4.ts = s3.ts
 ) p WHERE p.value IS NOT NULL) a
-),
-origin AS MATERIALIZED (
-  SELECT (fp.ts AT TIME ZONE ?)::date AS day FROM (SELECT q.ts FROM (SELECT p.ts, p.value FROM (
-SELECT s1.ts, CASE WHEN (abs(s1.value) BETWEEN 1e-30 AND 1e30 OR s1.value = 0) AND (abs(s2.value) BETWEEN 1e-30 AND 1e30 OR s2.value = 0)
-  THEN (s1.value) * (s2.value)
-  ELSE finite_mul((s1.value), (s2.value)) END AS value
-FROM (SELECT ts, value FROM "values" WHERE variable_id = ?::bigint AND TRUE
-UNION ALL SELECT ts, value FROM packed_dots('-infinity'::timestamptz, 'infinity'::timestamptz) WHERE variable_id = ?::bigint OFFSET 0) s1
-JOIN (SELECT ts, value FROM "values" WHERE variable_id = ?::bigint AND TRUE
-UNION ALL SELECT ts, value FROM packed_dots('-infinity'::timestamptz, 'infinity'::timestamptz) WHERE variable_id = ?::bigint OFFSET 0) s2 ON s2.ts = s1.ts
-) p WHERE p.value IS NOT NULL) q ORDER BY q.ts LIMIT 1) fp
 )
 SELECT least(g.key AT TIME ZONE ?, (
     SELECT e FROM (SELECT (g.key - interval '1 day') AT TIME ZONE ? + interval '24 hours' AS e) x
     WHERE e AT TIME ZONE ? = g.key)) AS ts, g.value FROM (
-  SELECT ((SELECT day FROM origin) + ((pts.ts AT TIME ZONE ?)::date - (SELECT day FROM origin)) / ? * ?)::timestamp AS key, ieee_finite(ieee_join(sum(sum) FILTER (WHERE abs(sum) < 1e290), sum(ieee_down(sum)) FILTER (WHERE NOT abs(sum) < 1e290))) AS value FROM pts GROUP BY 1
+  SELECT (pts.ts AT TIME ZONE ?)::date::timestamp AS key, ieee_finite(ieee_join(sum(sum) FILTER (WHERE abs(sum) < 1e290), sum(ieee_down(sum)) FILTER (WHERE NOT abs(sum) < 1e290))) AS value FROM pts GROUP BY 1
 ) g
 ) w5 WHERE w5.value IS NOT NULL AND w5.ts >= ?::timestamptz AND w5.ts <= ?::timestamptz
 ) s

@@ -8,15 +8,9 @@ JOIN (SELECT w2.ts, w2.value FROM (
 WITH pts AS (
   SELECT ts, value, 1 AS n, value AS sum, value AS min, value AS max FROM (SELECT ts, value FROM "values" WHERE variable_id = ?::bigint AND TRUE
 UNION ALL SELECT ts, value FROM packed_dots('-infinity'::timestamptz, 'infinity'::timestamptz) WHERE variable_id = ?::bigint OFFSET 0) a
-),
-origin AS MATERIALIZED (
-  SELECT least(d.day AT TIME ZONE ?, (
-    SELECT e FROM (SELECT (d.day - interval '1 day') AT TIME ZONE ? + interval '24 hours' AS e) x
-    WHERE e AT TIME ZONE ? = d.day)) AS at FROM (SELECT (fp.ts AT TIME ZONE ?)::date::timestamp AS day FROM (SELECT q.ts FROM (SELECT ts, value FROM "values" WHERE variable_id = ?::bigint AND TRUE
-UNION ALL SELECT ts, value FROM packed_dots('-infinity'::timestamptz, 'infinity'::timestamptz) WHERE variable_id = ?::bigint OFFSET 0) q ORDER BY q.ts LIMIT 1) fp) d
 )
 SELECT g.key AS ts, g.value FROM (
-  SELECT time_bucket(make_interval(mins => ?), pts.ts, (SELECT at FROM origin)) AS key, max(max) AS value FROM pts GROUP BY 1
+  SELECT time_bucket(make_interval(mins => ?), pts.ts) AS key, max(max) AS value FROM pts GROUP BY 1
 ) g
 ) w2 WHERE w2.value IS NOT NULL AND TRUE) s3 ON s3.ts = s1.ts
 ) p WHERE p.value IS NOT NULL
