@@ -3,6 +3,7 @@ package querybuilder
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	sq "github.com/Masterminds/squirrel"
@@ -171,6 +172,76 @@ func (e *Expr) width() time.Duration {
 	return e.margin()
 }
 
+// labelSlack widens the labels calendarLabels computes with the service's tz data: the
+// statement's labels come from the database's (a midnight that a DST change skips or
+// repeats, tz data of other releases), which may place them up to a DST shift away.
+const labelSlack = 3 * time.Hour
+
+// calendarLabels is, for a window of local days, weeks or months (whose grid is the
+// calendar's: see anchored), the range of the labels of the buckets holding [lo, hi]
+// (ms), widened by labelSlack; ok is false for the other windows and for a zone the
+// service's tz data does not know.
+func (e *Expr) calendarLabels(lo, hi int64) (l, h int64, ok bool) {
+	p := e.Period
+	if !(p.Unit == Day && p.N == 1 || p.Unit == Week || p.Unit == Month) {
+		return 0, 0, false
+	}
+	loc, err := location(e.Zone)
+	if err != nil {
+		return 0, 0, false
+	}
+	slack := labelSlack.Milliseconds()
+	label := func(ms int64) int64 { // the label of the bucket holding ms
+		t := time.UnixMilli(ms).In(loc)
+		y, m, d := t.Date()
+		switch p.Unit {
+		case Week: // Monday to Sunday, labelled by the Sunday
+			d += 6 - (int(t.Weekday())+6)%7
+		case Month: // labelled by its last day
+			m, d = m+1, 0
+		}
+		return time.Date(y, m, d, 0, 0, 0, 0, loc).UnixMilli()
+	}
+	l, h = lo, hi
+	if lo > -Unbounded {
+		l = label(lo) - slack
+	}
+	if hi < Unbounded {
+		h = label(hi) + slack
+	}
+	return l, h, true
+}
+
+// calendarReach is how far before and after its label a bucket of local days, weeks
+// or months holds values, at most (DST changes and labelSlack included): labels are
+// the local midnight starting the day, the week's Sunday, the month's last day.
+func (e *Expr) calendarReach() (before, after time.Duration) {
+	const day = 24 * time.Hour
+	after = day + 2*time.Hour
+	switch e.Period.Unit {
+	case Week:
+		return 6*day + 2*time.Hour, after
+	case Month:
+		return 30*day + 2*time.Hour, after
+	}
+	return 2 * time.Hour, after
+}
+
+var locations sync.Map // zone name → *time.Location
+
+// location is time.LoadLocation, kept: Affected runs for every write of an input.
+func location(zone string) (*time.Location, error) {
+	if l, ok := locations.Load(zone); ok {
+		return l.(*time.Location), nil
+	}
+	l, err := time.LoadLocation(zone)
+	if err != nil {
+		return nil, err
+	}
+	locations.Store(zone, l)
+	return l, nil
+}
+
 // floorTo is the start of the w-wide bucket holding ms (unbounded ends stay).
 func floorTo(ms, w int64) int64 {
 	if ms <= -Unbounded || ms >= Unbounded {
@@ -193,6 +264,9 @@ func (e *Expr) Affected(from, to int64) (int64, int64) {
 		lo, hi := e.Args[0].Affected(from, to)
 		if w := e.width().Milliseconds(); w > 0 { // the labels of the buckets holding [lo, hi]
 			return floorTo(lo, w), floorTo(hi, w)
+		}
+		if l, h, ok := e.calendarLabels(lo, hi); ok {
+			return l, h
 		}
 		m := e.margin().Milliseconds()
 		return lo - m, satAdd(hi, m)
@@ -253,15 +327,15 @@ func Synthetic(r SyntheticRequest) (Query, error) {
 // nil: open).
 type span struct{ lo, hi sq.Sqlizer }
 
-// widen moves both ends out by d (an end that is open stays open).
-func (b span) widen(d time.Duration) span {
-	iv := fmt.Sprintf("interval '%d seconds'", int64(d/time.Second))
+// widen moves the ends out by before and after (an end that is open stays open).
+func (b span) widen(before, after time.Duration) span {
+	iv := func(d time.Duration) string { return fmt.Sprintf("interval '%d seconds'", int64(d/time.Second)) }
 	var out span
 	if b.lo != nil {
-		out.lo = sq.ConcatExpr("(", b.lo, " - "+iv+")")
+		out.lo = sq.ConcatExpr("(", b.lo, " - "+iv(before)+")")
 	}
 	if b.hi != nil {
-		out.hi = sq.ConcatExpr("(", b.hi, " + "+iv+")")
+		out.hi = sq.ConcatExpr("(", b.hi, " + "+iv(after)+")")
 	}
 	return out
 }
@@ -621,9 +695,11 @@ func (c *synthCompiler) window(e *Expr, b span) (sq.Sqlizer, error) {
 	}
 	arg := full
 	if b.lo != nil || b.hi != nil {
-		read := b.widen(e.margin())
+		read := b.widen(e.margin(), e.margin())
 		if w := e.width(); w > 0 {
 			read = b.buckets(w)
+		} else if _, _, ok := e.calendarLabels(0, 0); ok {
+			read = b.widen(e.calendarReach())
 		}
 		if arg, err = c.series(e.Args[0], read); err != nil {
 			return nil, err

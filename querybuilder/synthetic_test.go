@@ -87,7 +87,8 @@ func TestSyntheticAffected(t *testing.T) {
 		{win("mean", ref(1), Period{Hour, 1}, "UTC"), 10 * h, 11 * h}, // its own buckets: they lie on UTC hours
 		{win("mean", ref(1), Period{Hour, 1}, "Europe/Berlin"), 9 * h, 12 * h},
 		{win("mean", ref(1), Period{Hour, 5}, "UTC"), 5 * h, 16 * h}, // 5 hours do not divide a day
-		{win("sum", ref(1), Period{Month, 1}, "UTC"), 10*h - 32*24*h, 11*h + 32*24*h},
+		{win("sum", ref(1), Period{Month, 1}, "UTC"), 30*24*h - 3*h, 30*24*h + 3*h}, // labelled 1970-01-31
+		{win("sum", ref(1), Period{Day, 2}, "UTC"), 10*h - 2*25*h - h, 11*h + 2*25*h + h},
 		{call("diff", ref(1)), 10 * h, Unbounded},
 		{bin("+", call("cumsum", ref(1)), win("count", ref(2), Period{Minute, 7}, "UTC")), 10*h - 7*h/60, Unbounded},
 	}
@@ -100,6 +101,32 @@ func TestSyntheticAffected(t *testing.T) {
 	// a free grid's change inside buckets reaches their labels, the buckets' starts
 	if lo, hi := win("sum", ref(1), Period{Minute, 30}, "UTC").Affected(10*h+h/6, 11*h+h/2+1); lo != 10*h || hi != 11*h+h/2 {
 		t.Errorf("30T: [%d, %d]", lo, hi)
+	}
+	// calendar windows: the labels of the buckets holding the change, within an hour's
+	// DST either way (labelSlack)
+	berlin, _ := time.LoadLocation("Europe/Berlin")
+	kathmandu, _ := time.LoadLocation("Asia/Kathmandu")
+	at := func(loc *time.Location, y int, m time.Month, d, hh, mm int) int64 {
+		return time.Date(y, m, d, hh, mm, 0, 0, loc).UnixMilli()
+	}
+	slack := labelSlack.Milliseconds()
+	for _, tc := range []struct {
+		e              *Expr
+		from, to, l, r int64
+	}{
+		// a change on Wednesday 2026-03-25 and on Monday 2026-03-30 (summer time from the
+		// 29th): the weeks labelled by Sunday the 29th and Sunday 5 April
+		{win("mean", ref(1), Period{Week, 1}, "Europe/Berlin"), at(berlin, 2026, 3, 25, 12, 0), at(berlin, 2026, 3, 30, 0, 30),
+			at(berlin, 2026, 3, 29, 0, 0), at(berlin, 2026, 4, 5, 0, 0)},
+		// 23:50 local is the next UTC day's date in Kathmandu (+05:45)
+		{win("sum", ref(1), Period{Day, 1}, "Asia/Kathmandu"), at(kathmandu, 2026, 1, 1, 23, 50), at(kathmandu, 2026, 1, 2, 0, 10),
+			at(kathmandu, 2026, 1, 1, 0, 0), at(kathmandu, 2026, 1, 2, 0, 0)},
+		{win("max", ref(1), Period{Month, 1}, "Europe/Berlin"), at(berlin, 2026, 2, 28, 23, 59), at(berlin, 2026, 3, 1, 0, 0),
+			at(berlin, 2026, 2, 28, 0, 0), at(berlin, 2026, 3, 31, 0, 0)},
+	} {
+		if lo, hi := tc.e.Affected(tc.from, tc.to); lo != tc.l-slack || hi != tc.r+slack {
+			t.Errorf("%s %v %s: [%d, %d], want [%d, %d]", tc.e.Op, tc.e.Period, tc.e.Zone, lo, hi, tc.l-slack, tc.r+slack)
+		}
 	}
 	if !strings.Contains(SyntheticNote, "§17") {
 		t.Fatal(SyntheticNote)

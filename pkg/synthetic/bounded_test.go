@@ -3,6 +3,7 @@ package synthetic_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -87,6 +88,68 @@ func (n node) scanned() float64 {
 	}
 	for _, c := range n.Plans {
 		s += c.scanned()
+	}
+	return s
+}
+
+// TestCalendarWindowsLive: late values into the middle of a month, a week and a day
+// (Berlin's change to summer time among them) are recomputed from their whole buckets:
+// afterwards every stored value equals the recomputation, and the values changed.
+// (The live recompute reads only the buckets holding the change: a read that started
+// too late in the month would sum part of it.)
+func TestCalendarWindowsLive(t *testing.T) {
+	ctx := context.Background()
+	tok := env.NewAccount(t)
+	c := env.Client(t).As(tok)
+	mustStatus(t, c.Post("/api/v2.0/devices/", map[string]any{"label": "cal"}), 201)
+	post := func(pts map[int64]float64) {
+		t.Helper()
+		body := make([]map[string]any, 0, len(pts))
+		for ts, v := range pts {
+			body = append(body, map[string]any{"timestamp": ts, "value": v})
+		}
+		if r := c.Post("/api/v1.6/devices/cal/x/values", body); r.Status != 201 {
+			t.Fatalf("post values: %d %.300s", r.Status, r.Body)
+		}
+	}
+	history := map[int64]float64{}
+	for ts, i := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), 0; ts.Before(time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)); ts, i = ts.Add(6*time.Hour), i+1 {
+		history[ts.UnixMilli()] = float64(i % 13)
+	}
+	post(history)
+	var keys []int64
+	for i, expr := range []string{`sum({{cal.x}}, "M", "Europe/Berlin")`, `mean({{cal.x}}, "W", "Asia/Kathmandu")`, `max({{cal.x}}, "1D", "Europe/Berlin")`} {
+		r := mustStatus(t, c.Post("/api/v2.0/devices/~cal/variables/", map[string]any{"label": fmt.Sprintf("s%d", i), "syntheticExpression": expr}), 201)
+		keys = append(keys, keyOf(t, r["id"].(string)))
+	}
+	quiesce(t, 30*time.Second)
+	before := storedSum(t, keys)
+	post(map[int64]float64{
+		time.Date(2026, 2, 14, 12, 34, 0, 0, time.UTC).UnixMilli(): 500,
+		time.Date(2026, 3, 18, 9, 0, 0, 0, time.UTC).UnixMilli():   700,
+		time.Date(2026, 3, 29, 1, 30, 0, 0, time.UTC).UnixMilli():  900,
+	})
+	quiesce(t, 30*time.Second)
+	if after := storedSum(t, keys); after == before {
+		t.Fatalf("the late values changed nothing (%v)", after)
+	}
+	checked, err := synthetic.Check(ctx, env.DB.Pool, keys, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ch := range checked {
+		for _, d := range ch.Differences {
+			t.Errorf("%s at %s: stored %v, computed %v", ch.Name, time.UnixMilli(d.TS).UTC(), deref(d.Stored), deref(d.Computed))
+		}
+	}
+}
+
+// storedSum is the sum of the variables' stored values.
+func storedSum(t *testing.T, keys []int64) float64 {
+	t.Helper()
+	var s float64
+	if err := env.DB.Pool.QueryRow(context.Background(), `SELECT coalesce(sum(value), 0) FROM "values" WHERE variable_id = ANY($1)`, keys).Scan(&s); err != nil {
+		t.Fatal(err)
 	}
 	return s
 }

@@ -6,10 +6,10 @@ WITH pts AS (
 SELECT s3.ts, CASE WHEN (abs(s3.value) BETWEEN 1e-30 AND 1e30 OR s3.value = 0) AND (abs(s4.value) BETWEEN 1e-30 AND 1e30 OR s4.value = 0)
   THEN (s3.value) * (s4.value)
   ELSE finite_mul((s3.value), (s4.value)) END AS value
-FROM (SELECT ts, value FROM "values" WHERE variable_id = ?::bigint AND ts >= (?::timestamptz - interval '93600 seconds') AND ts <= (?::timestamptz + interval '93600 seconds')
-UNION ALL SELECT ts, value FROM packed_dots((?::timestamptz - interval '93600 seconds')::timestamptz, (?::timestamptz + interval '93600 seconds')::timestamptz) WHERE variable_id = ?::bigint OFFSET 0) s3
-JOIN (SELECT ts, value FROM "values" WHERE variable_id = ?::bigint AND ts >= (?::timestamptz - interval '93600 seconds') AND ts <= (?::timestamptz + interval '93600 seconds')
-UNION ALL SELECT ts, value FROM packed_dots((?::timestamptz - interval '93600 seconds')::timestamptz, (?::timestamptz + interval '93600 seconds')::timestamptz) WHERE variable_id = ?::bigint OFFSET 0) s4 ON s4.ts = s3.ts
+FROM (SELECT ts, value FROM "values" WHERE variable_id = ?::bigint AND ts >= (?::timestamptz - interval '7200 seconds') AND ts <= (?::timestamptz + interval '93600 seconds')
+UNION ALL SELECT ts, value FROM packed_dots((?::timestamptz - interval '7200 seconds')::timestamptz, (?::timestamptz + interval '93600 seconds')::timestamptz) WHERE variable_id = ?::bigint OFFSET 0) s3
+JOIN (SELECT ts, value FROM "values" WHERE variable_id = ?::bigint AND ts >= (?::timestamptz - interval '7200 seconds') AND ts <= (?::timestamptz + interval '93600 seconds')
+UNION ALL SELECT ts, value FROM packed_dots((?::timestamptz - interval '7200 seconds')::timestamptz, (?::timestamptz + interval '93600 seconds')::timestamptz) WHERE variable_id = ?::bigint OFFSET 0) s4 ON s4.ts = s3.ts
 ) p WHERE p.value IS NOT NULL) a
 )
 SELECT least(g.key AT TIME ZONE ?, (
