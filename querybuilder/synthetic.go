@@ -183,7 +183,8 @@ const labelSlack = 3 * time.Hour
 // service's tz data does not know.
 func (e *Expr) calendarLabels(lo, hi int64) (l, h int64, ok bool) {
 	p := e.Period
-	if !(p.Unit == Day && p.N == 1 || p.Unit == Week || p.Unit == Month) {
+	calendar := p.Unit == Day && p.N == 1 || p.Unit == Week || p.Unit == Month
+	if !calendar {
 		return 0, 0, false
 	}
 	loc, err := location(e.Zone)

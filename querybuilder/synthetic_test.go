@@ -86,7 +86,7 @@ func TestSyntheticAffected(t *testing.T) {
 		{bin("*", ref(1), num(2)), 10 * h, 11 * h},
 		{win("mean", ref(1), Period{Hour, 1}, "UTC"), 10 * h, 11 * h}, // its own buckets: they lie on UTC hours
 		{win("mean", ref(1), Period{Hour, 1}, "Europe/Berlin"), 9 * h, 12 * h},
-		{win("mean", ref(1), Period{Hour, 5}, "UTC"), 5 * h, 16 * h}, // 5 hours do not divide a day
+		{win("mean", ref(1), Period{Hour, 5}, "UTC"), 5 * h, 16 * h},                // 5 hours do not divide a day
 		{win("sum", ref(1), Period{Month, 1}, "UTC"), 30*24*h - 3*h, 30*24*h + 3*h}, // labelled 1970-01-31
 		{win("sum", ref(1), Period{Day, 2}, "UTC"), 10*h - 2*25*h - h, 11*h + 2*25*h + h},
 		{call("diff", ref(1)), 10 * h, Unbounded},
