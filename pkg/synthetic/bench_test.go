@@ -22,8 +22,7 @@ func TestBackfillYear(t *testing.T) {
 		t.Skip("SYNTHETIC_BENCH=1 runs it")
 	}
 	ctx := context.Background()
-	c := env.Client(t).As(env.NewAccount(t))
-	mustStatus(t, c.Post("/api/v2.0/devices/", map[string]any{"label": "bench"}), 201)
+	c := withDevice(t, "bench")
 	raw := mustStatus(t, c.Post("/api/v2.0/devices/~bench/variables/", map[string]any{"label": "t"}), 201)
 	f := mustStatus(t, c.Post("/api/v2.0/devices/~bench/variables/", map[string]any{"label": "f"}), 201)
 	rawKey, fKey := keyOf(t, raw["id"].(string)), keyOf(t, f["id"].(string))

@@ -20,9 +20,7 @@ import (
 // (as the first-value and previous-value lookups once did) reads all 57,600.
 func TestRecomputeReadsNearTheChange(t *testing.T) {
 	ctx := context.Background()
-	tok := env.NewAccount(t)
-	c := env.Client(t).As(tok)
-	mustStatus(t, c.Post("/api/v2.0/devices/", map[string]any{"label": "h"}), 201)
+	c := withDevice(t, "h")
 	x := keyOf(t, mustStatus(t, c.Post("/api/v2.0/devices/~h/variables/", map[string]any{"label": "x"}), 201)["id"].(string))
 	end := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
 	const history = 200 * 24 * 12 // every 5 minutes
@@ -99,9 +97,7 @@ func (n node) scanned() float64 {
 // too late in the month would sum part of it.)
 func TestCalendarWindowsLive(t *testing.T) {
 	ctx := context.Background()
-	tok := env.NewAccount(t)
-	c := env.Client(t).As(tok)
-	mustStatus(t, c.Post("/api/v2.0/devices/", map[string]any{"label": "cal"}), 201)
+	c := withDevice(t, "cal")
 	post := func(pts map[int64]float64) {
 		t.Helper()
 		body := make([]map[string]any, 0, len(pts))

@@ -39,6 +39,14 @@ func loadFixtures(t *testing.T) fixtures {
 	return fx
 }
 
+// withDevice is a client of a new account holding one device of that label.
+func withDevice(t *testing.T, label string) *testenv.Client {
+	t.Helper()
+	c := env.Client(t).As(env.NewAccount(t))
+	mustStatus(t, c.Post("/api/v2.0/devices/", map[string]any{"label": label}), 201)
+	return c
+}
+
 func mustStatus(t *testing.T, r testenv.Response, status int) map[string]any {
 	t.Helper()
 	if r.Status != status {
@@ -146,8 +154,7 @@ func TestPandasFixtures(t *testing.T) {
 	fx := loadFixtures(t)
 	for _, mode := range []string{"backfill", "live"} {
 		t.Run(mode, func(t *testing.T) {
-			c := env.Client(t).As(env.NewAccount(t))
-			mustStatus(t, c.Post("/api/v2.0/devices/", map[string]any{"label": "d"}), 201)
+			c := withDevice(t, "d")
 			for _, v := range []string{"a", "b"} {
 				mustStatus(t, c.Post("/api/v2.0/devices/~d/variables/", map[string]any{"label": v}), 201)
 			}

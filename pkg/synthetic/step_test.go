@@ -19,9 +19,7 @@ import (
 // later), counted as failed. Then a step of the four alone commits as one batch.
 func TestStepManyVariables(t *testing.T) {
 	ctx := context.Background()
-	tok := env.NewAccount(t)
-	c := env.Client(t).As(tok)
-	mustStatus(t, c.Post("/api/v2.0/devices/", map[string]any{"label": "m"}), 201)
+	c := withDevice(t, "m")
 	in := map[string]int64{}
 	for _, v := range []string{"x", "y"} {
 		r := mustStatus(t, c.Post("/api/v2.0/devices/~m/variables/", map[string]any{"label": v}), 201)
