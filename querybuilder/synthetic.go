@@ -299,6 +299,12 @@ func satAdd(a, b int64) int64 {
 type SyntheticRequest struct {
 	Expr     *Expr
 	From, To *time.Time
+	// Self is the synthetic variable's own key, when its stored values before From are
+	// its expression's over the current inputs (the live upkeep, which recomputes from
+	// the earliest change on). A running sum of a reference, cumsum({{x}}), then carries
+	// on from its stored value at x's last value before From, instead of summing x's
+	// whole history again (carried).
+	Self int64
 }
 
 // Synthetic compiles the expression into one statement returning (ts timestamptz,
@@ -309,6 +315,10 @@ func Synthetic(r SyntheticRequest) (Query, error) {
 		return Query{}, fmt.Errorf("synthetic: the expression reads no variable")
 	}
 	c := &synthCompiler{}
+	if r.Self != 0 && r.Expr.Kind == ExprCall && r.Expr.Op == "cumsum" && r.Expr.Args[0].Kind == ExprRef {
+		c.carry = r.Expr
+		c.self = r.Self
+	}
 	var b span
 	if r.From != nil {
 		b.lo = sq.Expr("?::timestamptz", *r.From)
@@ -385,7 +395,11 @@ func (b span) packed() sq.Sqlizer {
 	return sq.ConcatExpr(lo, ", ", hi)
 }
 
-type synthCompiler struct{ alias int }
+type synthCompiler struct {
+	alias int
+	carry *Expr // the running sum carried on from self's stored values (SyntheticRequest.Self)
+	self  int64
+}
 
 func (c *synthCompiler) next(prefix string) string {
 	c.alias++
@@ -607,6 +621,11 @@ func (c *synthCompiler) seriesFunc(e *Expr, b span) (sq.Sqlizer, error) {
 	if err != nil {
 		return nil, err
 	}
+	if e == c.carry && b.lo != nil {
+		if arg, err = c.carried(e.Args[0], b, arg); err != nil {
+			return nil, err
+		}
+	}
 	var v string
 	switch e.Op {
 	case "diff":
@@ -619,6 +638,38 @@ func (c *synthCompiler) seriesFunc(e *Expr, b span) (sq.Sqlizer, error) {
 	a := c.next("f")
 	return sq.ConcatExpr("SELECT "+a+".ts, "+a+".value FROM (\nSELECT w.ts, "+v+" AS value FROM (\n", arg,
 		"\n) w\n) "+a+" WHERE "+a+".value IS NOT NULL AND ", b.where(a+".ts")), nil
+}
+
+// carried is the series a running sum of the reference x over b reads: x's values in
+// b after one row carrying the sum so far — self's stored value at x's last value
+// before b — when there is one; x's values from its first when x has values before b
+// and self none there (a sum that left the doubles stores no value); whole is x over
+// (-infinity, b.hi]. The carried row comes before b, so the running sum's rows in b
+// take the same additions, in the same order, as over the whole history.
+func (c *synthCompiler) carried(x *Expr, b span, whole sq.Sqlizer) (sq.Sqlizer, error) {
+	before, err := c.nthBefore(x, b.lo, 1)
+	if err != nil {
+		return nil, err
+	}
+	self := sq.Expr("?::bigint", c.self)
+	inB, err := c.series(x, b)
+	if err != nil {
+		return nil, err
+	}
+	// carry: x's last timestamp before b, and self's value there (or NULL)
+	carry := sq.ConcatExpr(`WITH carry AS MATERIALIZED (
+  SELECT p.ts, (SELECT v.value FROM (
+      (SELECT value FROM "values" WHERE variable_id = `, self, ` AND ts = p.ts)
+      UNION ALL
+      (SELECT value FROM packed_dots(p.ts, p.ts) WHERE variable_id = `, self, `)) v LIMIT 1) AS value
+  FROM (SELECT `, before, ` AS ts) p
+)
+SELECT k.ts, k.value FROM carry k WHERE k.value IS NOT NULL
+UNION ALL
+SELECT x.ts, x.value FROM (`, inB, `) x WHERE EXISTS (SELECT FROM carry k WHERE k.ts IS NULL OR k.value IS NOT NULL)
+UNION ALL
+SELECT y.ts, y.value FROM (`, whole, `) y WHERE NOT EXISTS (SELECT FROM carry k WHERE k.ts IS NULL OR k.value IS NOT NULL)`)
+	return carry, nil
 }
 
 // nthBefore is a scalar subquery: the timestamp of e's n-th value before lo, counting

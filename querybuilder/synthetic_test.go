@@ -24,23 +24,26 @@ func TestSyntheticGolden(t *testing.T) {
 		name     string
 		expr     *Expr
 		from, to *time.Time
+		self     int64
 	}{
 		// ({{t}} * 9/5) + 32
-		{"synthetic_fahrenheit.sql", bin("+", bin("/", bin("*", ref(3), num(9)), num(5)), num(32)), nil, nil},
+		{"synthetic_fahrenheit.sql", bin("+", bin("/", bin("*", ref(3), num(9)), num(5)), num(32)), nil, nil, 0},
 		// {{p}} / {{v}}: the inner join of two inputs, division by zero gives no value
-		{"synthetic_two_inputs.sql", bin("/", ref(3), ref(4)), &from, &to},
-		{"synthetic_mean_1H_berlin.sql", win("mean", ref(3), Period{Hour, 1}, "Europe/Berlin"), nil, nil},
-		{"synthetic_sum_1D_kathmandu_range.sql", win("sum", bin("*", ref(3), ref(4)), Period{Day, 1}, "Asia/Kathmandu"), &from, &to},
+		{"synthetic_two_inputs.sql", bin("/", ref(3), ref(4)), &from, &to, 0},
+		{"synthetic_mean_1H_berlin.sql", win("mean", ref(3), Period{Hour, 1}, "Europe/Berlin"), nil, nil, 0},
+		{"synthetic_sum_1D_kathmandu_range.sql", win("sum", bin("*", ref(3), ref(4)), Period{Day, 1}, "Asia/Kathmandu"), &from, &to, 0},
 		// a live recompute of an hour's bucket: its own values read, no origin
-		{"synthetic_mean_1H_utc_range.sql", win("mean", ref(3), Period{Hour, 1}, "UTC"), &from, &from},
-		{"synthetic_std_M.sql", win("std", ref(3), Period{Month, 1}, "UTC"), nil, nil},
-		{"synthetic_diff_range.sql", call("diff", ref(3)), &from, nil},
-		{"synthetic_shift_cumsum.sql", bin("-", call("cumsum", ref(3)), shift), &from, nil},
-		{"synthetic_where.sql", call("where", bin(">", call("sqrt", ref(3)), num(2)), call("round", call("ln", ref(3))), win("max", ref(3), Period{Minute, 15}, "UTC")), nil, nil},
+		{"synthetic_mean_1H_utc_range.sql", win("mean", ref(3), Period{Hour, 1}, "UTC"), &from, &from, 0},
+		{"synthetic_std_M.sql", win("std", ref(3), Period{Month, 1}, "UTC"), nil, nil, 0},
+		{"synthetic_diff_range.sql", call("diff", ref(3)), &from, nil, 0},
+		{"synthetic_shift_cumsum.sql", bin("-", call("cumsum", ref(3)), shift), &from, nil, 0},
+		// the live upkeep's running sum, carried on from its own stored value
+		{"synthetic_cumsum_carried.sql", call("cumsum", ref(3)), &from, nil, 7},
+		{"synthetic_where.sql", call("where", bin(">", call("sqrt", ref(3)), num(2)), call("round", call("ln", ref(3))), win("max", ref(3), Period{Minute, 15}, "UTC")), nil, nil, 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			q, err := Synthetic(SyntheticRequest{Expr: tc.expr, From: tc.from, To: tc.to})
+			q, err := Synthetic(SyntheticRequest{Expr: tc.expr, From: tc.from, To: tc.to, Self: tc.self})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -49,7 +49,7 @@ func Check(ctx context.Context, pool *pgxpool.Pool, only []int64, limit int) ([]
 			if err != nil || d == nil {
 				return err
 			}
-			q, err := compileRange(d, 0, MaxTimestamp)
+			q, err := compileRange(d, 0, MaxTimestamp, false)
 			if err != nil {
 				return err
 			}

@@ -121,9 +121,14 @@ func dollar(q querybuilder.Query) (string, error) {
 }
 
 // compileRange is the statement computing d's values with timestamps in [from, to]
-// (the whole history when that is [0, MaxTimestamp]).
-func compileRange(d *Definition, from, to int64) (querybuilder.Query, error) {
+// (the whole history when that is [0, MaxTimestamp]); live: d's stored values before
+// from are its expression's (the step's recomputes), so a running sum may carry on
+// from them (querybuilder.SyntheticRequest.Self).
+func compileRange(d *Definition, from, to int64, live bool) (querybuilder.Query, error) {
 	r := querybuilder.SyntheticRequest{Expr: d.Expr}
+	if live { // the step: d's stored values before from are up to date
+		r.Self = d.Key
+	}
 	if from > 0 {
 		t := time.UnixMilli(from).UTC()
 		r.From = &t
@@ -144,7 +149,7 @@ func Replace(ctx context.Context, tx Tx, d *Definition, from, to int64) error {
 	if from > to {
 		return nil
 	}
-	q, err := compileRange(d, from, to)
+	q, err := compileRange(d, from, to, false)
 	if err != nil {
 		return err
 	}
@@ -345,7 +350,7 @@ func Statement(ctx context.Context, tx Tx, key int64) (querybuilder.Query, error
 	if d == nil {
 		return querybuilder.Query{}, ErrNotSynthetic
 	}
-	q, err := compileRange(d, 0, MaxTimestamp)
+	q, err := compileRange(d, 0, MaxTimestamp, false)
 	q.Notes = []string{querybuilder.SyntheticNote}
 	return q, err
 }

@@ -470,7 +470,7 @@ func spans(ranges [][2]int64) [][][2]int64 {
 // Values that equal their computation are not written.
 func replaceComputed(d *Definition, span [][2]int64) (querybuilder.Query, error) {
 	from, to := span[0][0], span[len(span)-1][1]
-	q, err := compileRange(d, from, to)
+	q, err := compileRange(d, from, to, true)
 	if err != nil {
 		return querybuilder.Query{}, err
 	}
