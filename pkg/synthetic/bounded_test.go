@@ -98,7 +98,6 @@ func (n node) scanned() float64 {
 // (The live recompute reads only the buckets holding the change: a read that started
 // too late in the month would sum part of it.)
 func TestCalendarWindowsLive(t *testing.T) {
-	ctx := context.Background()
 	c := withDevice(t, "cal")
 	post := func(pts map[int64]float64) {
 		t.Helper()
@@ -131,15 +130,7 @@ func TestCalendarWindowsLive(t *testing.T) {
 	if after := storedSum(t, keys); after == before {
 		t.Fatalf("the late values changed nothing (%v)", after)
 	}
-	checked, err := synthetic.Check(ctx, env.DB.Pool, keys, 5)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, ch := range checked {
-		for _, d := range ch.Differences {
-			t.Errorf("%s at %s: stored %v, computed %v", ch.Name, time.UnixMilli(d.TS).UTC(), deref(d.Stored), deref(d.Computed))
-		}
-	}
+	matchesRecomputation(t, keys)
 }
 
 // storedSum is the sum of the variables' stored values.
@@ -226,15 +217,7 @@ func TestRunningSumCarriesOn(t *testing.T) {
 	if did, err := u.StepRows(ctx, ids[:1]); !did || err != nil {
 		t.Fatalf("step: did %v, err %v", did, err)
 	}
-	checked, err := synthetic.Check(ctx, env.DB.Pool, keys, 5)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, ch := range checked {
-		for _, d := range ch.Differences {
-			t.Errorf("%s at %s: stored %v, computed %v", ch.Name, time.UnixMilli(d.TS).UTC(), deref(d.Stored), deref(d.Computed))
-		}
-	}
+	matchesRecomputation(t, keys)
 }
 
 // xKey is the key of the variable x of the client's device run.

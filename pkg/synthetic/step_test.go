@@ -153,6 +153,16 @@ func counts(t *testing.T, reg *prometheus.Registry) (ok, failed float64) {
 // one value per input value.
 func checkStored(t *testing.T, keys []int64, inputs int) {
 	t.Helper()
+	matchesRecomputation(t, keys)
+	if n := len(storedValues(t, keys[0])); n != inputs {
+		t.Fatalf("a holds %d values, want %d", n, inputs)
+	}
+}
+
+// matchesRecomputation fails the test when a variable's stored values differ from
+// synthetic.Check's recomputation (listing the first differences).
+func matchesRecomputation(t *testing.T, keys []int64) {
+	t.Helper()
 	checked, err := synthetic.Check(context.Background(), env.DB.Pool, keys, 5)
 	if err != nil {
 		t.Fatal(err)
@@ -160,12 +170,9 @@ func checkStored(t *testing.T, keys []int64, inputs int) {
 	if len(checked) != len(keys) {
 		t.Fatalf("checked %d variables, want %d", len(checked), len(keys))
 	}
-	for _, c := range checked {
-		if len(c.Differences) > 0 {
-			t.Fatalf("%s differs from its recomputation at %d timestamps", c.Name, len(c.Differences))
+	for _, ch := range checked {
+		for _, d := range ch.Differences {
+			t.Errorf("%s at %s: stored %v, computed %v", ch.Name, time.UnixMilli(d.TS).UTC(), deref(d.Stored), deref(d.Computed))
 		}
-	}
-	if n := len(storedValues(t, keys[0])); n != inputs {
-		t.Fatalf("a holds %d values, want %d", n, inputs)
 	}
 }
