@@ -305,6 +305,10 @@ type SyntheticRequest struct {
 	// on from its stored value at x's last value before From, instead of summing x's
 	// whole history again (carried).
 	Self int64
+	// NewestFirst orders the rows by ts descending: the order of the values index
+	// (variable_id, ts DESC), which an insert of many rows then fills as appends (a
+	// backfill of 3.15 M values inserts in 4.4 s instead of 5.4 s).
+	NewestFirst bool
 }
 
 // Synthetic compiles the expression into one statement returning (ts timestamptz,
@@ -330,7 +334,11 @@ func Synthetic(r SyntheticRequest) (Query, error) {
 	if err != nil {
 		return Query{}, err
 	}
-	stmt := sq.ConcatExpr("SELECT s.ts, s.value\nFROM (\n", body, "\n) s\nORDER BY s.ts")
+	order := "ORDER BY s.ts"
+	if r.NewestFirst {
+		order += " DESC"
+	}
+	stmt := sq.ConcatExpr("SELECT s.ts, s.value\nFROM (\n", body, "\n) s\n"+order)
 	return build(stmt, nil)
 }
 

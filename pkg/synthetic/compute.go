@@ -125,7 +125,8 @@ func dollar(q querybuilder.Query) (string, error) {
 // from are its expression's (the step's recomputes), so a running sum may carry on
 // from them (querybuilder.SyntheticRequest.Self).
 func compileRange(d *Definition, from, to int64, live bool) (querybuilder.Query, error) {
-	r := querybuilder.SyntheticRequest{Expr: d.Expr}
+	// newest first, the values index's order: a backfill's insert fills it as appends
+	r := querybuilder.SyntheticRequest{Expr: d.Expr, NewestFirst: true}
 	if live { // the step: d's stored values before from are up to date
 		r.Self = d.Key
 	}
