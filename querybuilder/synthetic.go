@@ -183,12 +183,8 @@ const labelSlack = 3 * time.Hour
 // service's tz data does not know.
 func (e *Expr) calendarLabels(lo, hi int64) (l, h int64, ok bool) {
 	p := e.Period
-	calendar := p.Unit == Day && p.N == 1 || p.Unit == Week || p.Unit == Month
-	if !calendar {
-		return 0, 0, false
-	}
-	loc, err := location(e.Zone)
-	if err != nil {
+	loc, ok := e.calendarZone()
+	if !ok {
 		return 0, 0, false
 	}
 	slack := labelSlack.Milliseconds()
@@ -211,6 +207,18 @@ func (e *Expr) calendarLabels(lo, hi int64) (l, h int64, ok bool) {
 		h = label(hi) + slack
 	}
 	return l, h, true
+}
+
+// calendarZone is the zone of a window of local days, weeks or months, whose buckets
+// are the calendar's (see anchored); ok is false for the other windows and for a zone
+// the service's tz data does not know.
+func (e *Expr) calendarZone() (loc *time.Location, ok bool) {
+	p := e.Period
+	if calendar := p.Unit == Day && p.N == 1 || p.Unit == Week || p.Unit == Month; !calendar {
+		return nil, false
+	}
+	loc, err := location(e.Zone)
+	return loc, err == nil
 }
 
 // calendarReach is how far before and after its label a bucket of local days, weeks
@@ -758,7 +766,7 @@ func (c *synthCompiler) window(e *Expr, b span) (sq.Sqlizer, error) {
 		read := b.widen(e.margin(), e.margin())
 		if w := e.width(); w > 0 {
 			read = b.buckets(w)
-		} else if _, _, ok := e.calendarLabels(0, 0); ok {
+		} else if _, ok := e.calendarZone(); ok {
 			read = b.widen(e.calendarReach())
 		}
 		if arg, err = c.series(e.Args[0], read); err != nil {
