@@ -247,8 +247,14 @@ func TestQueryTimeoutAnswersJSON(t *testing.T) {
 	if got := c.Get("/api/v2.0/account"); got.Status != 200 {
 		t.Fatalf("after the timeout: %d %s", got.Status, got.Body)
 	}
-	if n := db.Pool.Stat().AcquiredConns(); n != 0 {
-		t.Fatalf("%d connections still held", n)
+	// the instance's background workers (synthetic upkeep, rollup catch-up, events) take
+	// a connection now and then: a leaked one is still held when they are done
+	deadline := time.Now().Add(3 * time.Second)
+	for n := db.Pool.Stat().AcquiredConns(); n != 0; n = db.Pool.Stat().AcquiredConns() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d connections still held 3 s after the timeout", n)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
