@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"slices"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -30,20 +32,44 @@ func fleetEventsDefault() int {
 	return max(n, 0)
 }
 
-// eventReceiver counts webhooks.
+// eventReceiver counts webhooks and how long after its value's timestamp each came:
+// the fleet stamps values with the clock (nextTS), so that is write → webhook, the
+// latency API.md §18 bounds (p99 within 1 s).
 type eventReceiver struct {
 	srv  *httptest.Server
 	hits atomic.Int64
+	mu   sync.Mutex
+	lat  []time.Duration
 }
 
 func newEventReceiver() *eventReceiver {
 	r := &eventReceiver{}
-	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		r.hits.Add(1)
+		var b struct{ TS int64 }
+		if err := json.NewDecoder(req.Body).Decode(&b); err == nil && b.TS > 0 {
+			r.mu.Lock()
+			r.lat = append(r.lat, time.Since(time.UnixMilli(b.TS)))
+			r.mu.Unlock()
+		}
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	return r
 }
+
+// latency is the p50 and p99 of the webhooks' write → arrival times.
+func (r *eventReceiver) latency() (p50, p99 time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.lat) == 0 {
+		return 0, 0
+	}
+	slices.Sort(r.lat)
+	return r.lat[len(r.lat)/2], r.lat[len(r.lat)*99/100]
+}
+
+// webhookBody carries the value's timestamp, for the receiver's latency.
+const webhookBody = `{"ts":{{timestamp}}}`
 
 // createFleetEvents creates n events on fleet-<i>.temperature (i < n) for the token's
 // account, webhooks to rcv.
@@ -52,8 +78,8 @@ func createFleetEvents(ctx context.Context, url, tok string, n int, rcv *eventRe
 	for i := range n {
 		dev := i % fleetDevices
 		body := fmt.Appendf(nil, `{"label":"hot-%d","condition":{"variable":"fleet-%d.temperature","operator":">","value":99},`+
-			`"actions":[{"type":"webhook","url":%q}],"backToNormal":[{"type":"webhook","url":%q}]}`,
-			i, dev, rcv.srv.URL+"/hook", rcv.srv.URL+"/hook")
+			`"actions":[{"type":"webhook","url":%q,"body":%q}],"backToNormal":[{"type":"webhook","url":%q,"body":%q}]}`,
+			i, dev, rcv.srv.URL+"/hook", webhookBody, rcv.srv.URL+"/hook", webhookBody)
 		if err := c.Do(ctx, http.MethodPost, "/api/v2.0/events/", body); err != nil {
 			return fmt.Errorf("create event %d: %w", i, err)
 		}
@@ -147,8 +173,9 @@ func fleetSideEvents(ctx context.Context, h *benchharness.Harness, d time.Durati
 			float64(s.t.wal)/float64(max(s.t.res.messages, 1)))
 	}
 	ratio := withEvents.res.rate() / plain.res.rate()
-	fmt.Printf("  with events / without: %.3f (%+.1f%%; target within 10%%)   webhooks received %d   server peak RSS %.0f MiB\n",
-		ratio, 100*(ratio-1), rcv.hits.Load(), peak)
+	p50, p99 := rcv.latency()
+	fmt.Printf("  with events / without: %.3f (%+.1f%%; target within 10%%)   webhooks received %d (write → webhook p50 %v, p99 %v; target p99 ≤ 1 s)   server peak RSS %.0f MiB\n",
+		ratio, 100*(ratio-1), rcv.hits.Load(), p50.Round(time.Millisecond), p99.Round(time.Millisecond), peak)
 	if err := checkStored(ctx, h, name+" without events", plainAcct, &plain.res); err != nil {
 		return err
 	}

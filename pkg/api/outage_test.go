@@ -17,7 +17,8 @@ import (
 )
 
 // TestDatabaseOutage stops the database under a running server: data routes and
-// /readyz answer 503 quickly, and the same server recovers once the database is back.
+// /readyz answer 503 while it is still down (they do not wait for it), and the same
+// server recovers once the database is back.
 func TestDatabaseOutage(t *testing.T) {
 	e, tsdb := testenv.Stoppable(t, true)
 	ctx := context.Background()
@@ -32,8 +33,8 @@ func TestDatabaseOutage(t *testing.T) {
 	for _, path := range []string{"/api/v2.0/account", "/readyz"} {
 		start := time.Now()
 		r := c.Get(path)
-		if d := time.Since(start); d > 5*time.Second {
-			t.Errorf("%s took %v during the outage", path, d)
+		if d := time.Since(start); d > testenv.Patience {
+			t.Errorf("%s took %v during the outage: it waited for the database", path, d)
 		}
 		// the cause: refused connections, or the shutdown notice a pooled one got
 		if r.Status != 503 || (string(r.Body) != `{"code":503001,"message":"Service unavailable.","detail":"The database cannot be reached."}` &&
@@ -63,8 +64,9 @@ func TestDatabaseOutage(t *testing.T) {
 
 // TestOutageDuringIngestion stops and restarts the database while a burst of small
 // messages is written through the group commit: every acknowledged message is stored
-// whole, no message is stored in part, requests during the outage fail fast with 503,
-// and writing resumes without a restart.
+// whole, no message is stored in part, requests during the outage fail with 503, and
+// writing resumes without a restart. (That bursts share batches is
+// TestFleetConcurrentSingleDots'; how fast a 503 comes, TestDatabaseOutage's.)
 func TestOutageDuringIngestion(t *testing.T) {
 	e, tsdb := testenv.Stoppable(t, false)
 	ctx := context.Background()
@@ -91,7 +93,6 @@ func TestOutageDuringIngestion(t *testing.T) {
 				for j := range dots {
 					dots[j] = map[string]any{"value": n, "timestamp": int64(n)*batch + int64(j)}
 				}
-				start := time.Now()
 				r := c.Post("/api/v1.6/devices/outage/v/values", dots)
 				switch r.Status {
 				case 201:
@@ -100,9 +101,6 @@ func TestOutageDuringIngestion(t *testing.T) {
 					mu.Unlock()
 				case 503:
 					seen503.Store(true)
-					if d := time.Since(start); d > 5*time.Second {
-						t.Errorf("a 503 took %v", d)
-					}
 					time.Sleep(50 * time.Millisecond)
 				default:
 					t.Errorf("batch %d: %d %s", n, r.Status, r.Body)
@@ -163,9 +161,6 @@ func TestOutageDuringIngestion(t *testing.T) {
 		if stored[n] != batch {
 			t.Errorf("acknowledged batch %d lost: %d dots stored", n, stored[n])
 		}
-	}
-	if batches, messages := batchStats(t, c); messages <= batches {
-		t.Errorf("%d messages in %d batches: the burst did not go through the group commit", messages, batches)
 	}
 	t.Logf("%d messages acknowledged, %d stored", len(acked), len(stored))
 }

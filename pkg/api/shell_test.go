@@ -116,7 +116,7 @@ func TestOperationalRoutes(t *testing.T) {
 
 func TestRateLimitPerToken(t *testing.T) {
 	cfg := env.Config()
-	cfg.RateLimit, cfg.RateBurst = 0.5, 2
+	cfg.RateLimit, cfg.RateBurst = 0.05, 2 // a token every 20 s: none comes back during the test
 	c := env.ClientWith(t, cfg)
 	for i := range 2 {
 		if r := c.Get("/api/v2.0/account"); r.Status != 200 {
@@ -124,8 +124,8 @@ func TestRateLimitPerToken(t *testing.T) {
 		}
 	}
 	r := c.Get("/api/v2.0/account")
-	if r.Status != 429 || r.Header.Get("Retry-After") != "2" ||
-		string(r.Body) != `{"code":429001,"message":"Too many requests.","detail":"Rate limit exceeded: retry after 2 s."}` {
+	if r.Status != 429 || r.Header.Get("Retry-After") != "20" ||
+		string(r.Body) != `{"code":429001,"message":"Too many requests.","detail":"Rate limit exceeded: retry after 20 s."}` {
 		t.Fatalf("over the limit: %d %q %s", r.Status, r.Header.Get("Retry-After"), r.Body)
 	}
 	// another token has its own bucket

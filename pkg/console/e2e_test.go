@@ -93,17 +93,17 @@ func (b *browser) text(t *testing.T, sel string) string {
 	return s
 }
 
-// eventually polls a JavaScript expression until it is true.
-func (b *browser) eventually(t *testing.T, expr string, within time.Duration) {
+// eventually polls a JavaScript expression until it is true (up to testenv.Patience).
+func (b *browser) eventually(t *testing.T, expr string) {
 	t.Helper()
-	deadline := time.Now().Add(within)
+	deadline := time.Now().Add(testenv.Patience)
 	for {
 		var ok bool
 		if err := chromedp.Run(b.ctx, chromedp.Evaluate(expr, &ok)); err == nil && ok {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("not true within %v: %s", within, expr)
+			t.Fatalf("not true within %v: %s", testenv.Patience, expr)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -155,7 +155,7 @@ func TestConsoleEndToEnd(t *testing.T) {
 	if r := admin.Post("/api/v1.6/devices/e2e-dev/temp/values", map[string]any{"value": 99.5, "timestamp": now + 1000}); r.Status != 201 {
 		t.Fatalf("post: %d", r.Status)
 	}
-	b.eventually(t, `document.querySelector('tr[data-variable="temp"] .last-value').textContent === "99.5"`, 5*time.Second)
+	b.eventually(t, `document.querySelector('tr[data-variable="temp"] .last-value').textContent === "99.5"`)
 
 	// a variable: the chart has as many points as the endpoint returns buckets
 	b.run(t, chromedp.Click(`tr[data-variable="temp"] a`, chromedp.ByQuery))
@@ -165,7 +165,7 @@ func TestConsoleEndToEnd(t *testing.T) {
 			if (!c || !c.dataset.request || !window.consoleChart) return false;
 			const r = JSON.parse(c.dataset.request);
 			return r.period === %q && r.tz === %q && document.getElementById("sql").textContent !== ""; })()`,
-			wantPeriod, wantZone), 10*time.Second)
+			wantPeriod, wantZone))
 		var raw string
 		var points int
 		b.run(t, chromedp.Evaluate(`document.getElementById("chart").dataset.request`, &raw),
@@ -225,7 +225,7 @@ func TestConsoleEndToEnd(t *testing.T) {
 	nb.run(t, chromedp.Navigate(base+"#/variables/"+varID))
 	nb.run(t, chromedp.WaitVisible("#token-input", chromedp.ByQuery), chromedp.SendKeys("#token-input", read, chromedp.ByQuery),
 		chromedp.Click("#login", chromedp.ByQuery))
-	nb.eventually(t, `!!window.consoleChart && document.getElementById("chart").dataset.request !== undefined`, 10*time.Second)
+	nb.eventually(t, `!!window.consoleChart && document.getElementById("chart").dataset.request !== undefined`)
 
 	// across the whole session: nothing but this server, no token in a URL, no JS error
 	b.mu.Lock()
@@ -268,7 +268,7 @@ func TestConsoleSyntheticExpression(t *testing.T) {
 	b.run(t, chromedp.Navigate(base+"#token="+admin.Token))
 	b.run(t, chromedp.WaitVisible(`#devices tr[data-device="syn-dev"]`, chromedp.ByQuery))
 	b.run(t, chromedp.Navigate(base+"#/variables/"+synID))
-	b.eventually(t, `!!window.consoleChart && document.getElementById("sql").textContent !== ""`, 10*time.Second)
+	b.eventually(t, `!!window.consoleChart && document.getElementById("sql").textContent !== ""`)
 	if got := b.text(t, "#expression"); got != expr {
 		t.Fatalf("expression beside the chart: %q, want %q", got, expr)
 	}
@@ -279,7 +279,7 @@ func TestConsoleSyntheticExpression(t *testing.T) {
 	}
 	b.run(t, chromedp.Navigate(base+"#/variables/"+rawID))
 	b.eventually(t, `!!window.consoleChart && JSON.parse(document.getElementById("chart").dataset.request).variables[0] === `+
-		strconv.Quote(rawID)+` && document.getElementById("sql").textContent !== ""`, 10*time.Second)
+		strconv.Quote(rawID)+` && document.getElementById("sql").textContent !== ""`)
 	var shown bool
 	b.run(t, chromedp.Evaluate(`!!document.getElementById("expression")`, &shown))
 	if shown {

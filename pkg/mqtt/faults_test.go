@@ -73,9 +73,10 @@ func TestTCPFaults(t *testing.T) {
 			// every byte either way is dropped: open connections hang, new ones time out
 			px.Add(t, "timeout", map[string]any{"timeout": 0}, "upstream", "downstream")
 			time.Sleep(200 * time.Millisecond)
+			// answered by its own deadline, not the kernel's give-up on the connection
 			begin := time.Now()
-			if r := in.http.Get("/readyz"); r.Status != 503 || time.Since(begin) > 2500*time.Millisecond {
-				t.Errorf("/readyz during the blackhole: %d after %v, want 503 within 2.5 s", r.Status, time.Since(begin))
+			if r := in.http.Get("/readyz"); r.Status != 503 || time.Since(begin) > testenv.Patience {
+				t.Errorf("/readyz during the blackhole: %d after %v, want 503", r.Status, time.Since(begin))
 			}
 			<-stop
 		}, func(s *faultStats) bool { return s.http503.Load() > 0 }},
@@ -222,7 +223,7 @@ func runFault(t *testing.T, in instance, px *testenv.Proxy, prefix string, fault
 	px.Clear()
 	ended := time.Now()
 
-	// healthy again: a write is acknowledged and /readyz answers 200, within 5 s
+	// healthy again: a write is acknowledged and /readyz answers 200
 	probe := map[string]any{"value": 1, "timestamp": 1}
 	for {
 		w := h.Post("/api/v1.6/devices/"+prefix+"-probe/", map[string]any{"p": probe})
@@ -236,8 +237,8 @@ func runFault(t *testing.T, in instance, px *testenv.Proxy, prefix string, fault
 		if w.Status == 200 && r.Status == 200 {
 			break
 		}
-		if time.Since(ended) > 5*time.Second {
-			t.Fatalf("not healthy 5 s after the fault ended: write %d %s, /readyz %d %s", w.Status, w.Body, r.Status, r.Body)
+		if time.Since(ended) > testenv.Patience {
+			t.Fatalf("not healthy %v after the fault ended: write %d %s, /readyz %d %s", testenv.Patience, w.Status, w.Body, r.Status, r.Body)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -32,16 +32,16 @@ func subscribe(t *testing.T, c paho.Client, filter string) <-chan message {
 	return ch
 }
 
-// expect waits up to d for the next delivery and checks it.
-func expect(t *testing.T, ch <-chan message, d time.Duration, topic, payload string) {
+// expect waits for the next delivery (up to testenv.Patience) and checks it.
+func expect(t *testing.T, ch <-chan message, topic, payload string) {
 	t.Helper()
 	select {
 	case m := <-ch:
 		if m.topic != topic || m.payload != payload {
 			t.Fatalf("got %s %s, want %s %s", m.topic, m.payload, topic, payload)
 		}
-	case <-time.After(d):
-		t.Fatalf("no delivery of %s %s within %v", topic, payload, d)
+	case <-time.After(testenv.Patience):
+		t.Fatalf("no delivery of %s %s within %v", topic, payload, testenv.Patience)
 	}
 }
 
@@ -74,9 +74,9 @@ func TestSubscribeLastValues(t *testing.T) {
 
 	c := connect(t, in.addr, tok)
 	lv := subscribe(t, c, "/v1.6/devices/+/t/lv")
-	expect(t, lv, 2*time.Second, "/v1.6/devices/sub-a/t/lv", "1")
+	expect(t, lv, "/v1.6/devices/sub-a/t/lv", "1")
 	dots := subscribe(t, c, "v1.6/devices/sub-a/+")
-	expect(t, dots, 2*time.Second, "v1.6/devices/sub-a/t", `{"value":1,"timestamp":1000,"context":{}}`)
+	expect(t, dots, "v1.6/devices/sub-a/t", `{"value":1,"timestamp":1000,"context":{}}`)
 
 	// a real MQTT 5 client subscribes too; it has its initial value once the counter moves
 	deliveries := func() float64 { return testutil.ToFloat64(in.http.Server.Metrics.MQTTDeliveries) }
@@ -88,9 +88,9 @@ func TestSubscribeLastValues(t *testing.T) {
 	go func() {
 		defer sub.Done()
 		subOut, _ = mosquitto(t, "", "mosquitto_sub", "-V", "mqttv5", "-h", host, "-p", port, "-u", tok,
-			"-t", "v1.6/devices/sub-a/+/lv", "-v", "-C", "2", "-W", "10")
+			"-t", "v1.6/devices/sub-a/+/lv", "-v", "-C", "2", "-W", "30")
 	}()
-	for deadline := time.Now().Add(5 * time.Second); deliveries() == before; time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(testenv.Patience); deliveries() == before; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("mosquitto_sub got no initial value")
 		}
@@ -98,8 +98,8 @@ func TestSubscribeLastValues(t *testing.T) {
 
 	written := time.Now()
 	post(t, h, "sub-a", "t", 2.5, 2000)
-	expect(t, lv, time.Second, "/v1.6/devices/sub-a/t/lv", "2.5")
-	expect(t, dots, time.Second, "v1.6/devices/sub-a/t", `{"value":2.5,"timestamp":2000,"context":{}}`)
+	expect(t, lv, "/v1.6/devices/sub-a/t/lv", "2.5")
+	expect(t, dots, "v1.6/devices/sub-a/t", `{"value":2.5,"timestamp":2000,"context":{}}`)
 	t.Logf("HTTP write to delivery: %v", time.Since(written))
 	sub.Wait()
 	if want := "v1.6/devices/sub-a/t/lv 1\nv1.6/devices/sub-a/t/lv 2.5\n"; subOut != want {
@@ -133,7 +133,7 @@ func TestDeliveryAcrossInstances(t *testing.T) {
 	pub := connect(t, a.addr, tok)
 	sent := time.Now()
 	publish(t, pub, "v1.6/devices/across/t", "42")
-	expect(t, sub, time.Second, "v1.6/devices/across/t/lv", "42")
+	expect(t, sub, "v1.6/devices/across/t/lv", "42")
 	t.Logf("publish on A to delivery on B: %v", time.Since(sent))
 }
 
@@ -146,7 +146,7 @@ func TestAccountsAreIsolated(t *testing.T) {
 	publish(t, connect(t, in.addr, one), "v1.6/devices/iso/t", "1")
 	quiet(t, heard, 500*time.Millisecond)
 	publish(t, connect(t, in.addr, two), "v1.6/devices/iso/t", "2")
-	expect(t, heard, time.Second, "v1.6/devices/iso/t", `{"value":2,"timestamp":`+timestampOf(t, in.http.As(two))+`,"context":{}}`)
+	expect(t, heard, "v1.6/devices/iso/t", `{"value":2,"timestamp":`+timestampOf(t, in.http.As(two))+`,"context":{}}`)
 	if v := values(t, in.http.As(one), "iso", "t"); len(v) != 1 || v[0]["value"] != 1.0 {
 		t.Fatalf("account one holds %v", v)
 	}
@@ -176,13 +176,14 @@ func TestRevokedTokenClosesConnection(t *testing.T) {
 	}
 	// The contract's bound is 1 s (API.md §12); this takes under a millisecond. Nothing
 	// else closes the connection: without the invalidation it stays open (as it did
-	// when the revocation came while the session was being listed: hook.go).
+	// when the revocation came while the session was being listed: hook.go), so the
+	// test waits as long as a loaded machine may need.
 	deleted := time.Now()
 	select {
 	case <-lost:
 		t.Logf("closed %v after the token's deletion", time.Since(deleted))
-	case <-time.After(time.Second):
-		t.Fatal("the connection is still open 1 s after its token was deleted")
+	case <-time.After(testenv.Patience):
+		t.Fatalf("the connection is still open %v after its token was deleted", testenv.Patience)
 	}
 }
 
@@ -219,9 +220,9 @@ func TestDeliveryOfEveryWritePath(t *testing.T) {
 	dots := subscribe(t, c, "v1.6/devices/paths/+")
 
 	post(t, h, "paths", "t", 1, 1000) // creates device and variable: the alone path
-	expect(t, dots, time.Second, "v1.6/devices/paths/t", `{"value":1,"timestamp":1000,"context":{}}`)
+	expect(t, dots, "v1.6/devices/paths/t", `{"value":1,"timestamp":1000,"context":{}}`)
 	post(t, h, "paths", "t", 2, 2000) // both known: the pipeline
-	expect(t, dots, time.Second, "v1.6/devices/paths/t", `{"value":2,"timestamp":2000,"context":{}}`)
+	expect(t, dots, "v1.6/devices/paths/t", `{"value":2,"timestamp":2000,"context":{}}`)
 
 	big := strings.Repeat("x", 3950) // the context fits its 8 KiB; the payload does not fit 7,900 bytes
 	body := map[string]any{"value": 3, "timestamp": 3000, "context": map[string]any{"a": big, "b": big}}
@@ -257,7 +258,7 @@ func TestUnsubscribeAndSubscribeAgain(t *testing.T) {
 	const filter, topic = "v1.6/devices/again/+", "v1.6/devices/again/t"
 	post(t, h, "again", "t", 1, 1000)
 	dots := subscribe(t, c, filter)
-	expect(t, dots, time.Second, topic, `{"value":1,"timestamp":1000,"context":{}}`)
+	expect(t, dots, topic, `{"value":1,"timestamp":1000,"context":{}}`)
 
 	if tk := c.Unsubscribe(filter); !tk.WaitTimeout(5*time.Second) || tk.Error() != nil {
 		t.Fatalf("unsubscribe: %v", tk.Error())
@@ -270,7 +271,7 @@ func TestUnsubscribeAndSubscribeAgain(t *testing.T) {
 	}
 
 	dots = subscribe(t, c, filter)
-	expect(t, dots, time.Second, topic, `{"value":2,"timestamp":2000,"context":{}}`)
+	expect(t, dots, topic, `{"value":2,"timestamp":2000,"context":{}}`)
 	publish(t, p, "/v1.6/devices/again", `{"t":{"value":3,"timestamp":3000}}`)
-	expect(t, dots, time.Second, topic, `{"value":3,"timestamp":3000,"context":{}}`)
+	expect(t, dots, topic, `{"value":3,"timestamp":3000,"context":{}}`)
 }

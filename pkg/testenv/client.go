@@ -79,9 +79,13 @@ func (r Response) Object(t testing.TB) map[string]any {
 	return m
 }
 
-// Config returns the test server configuration.
+// Config returns the test server configuration: the defaults, with caches that never
+// expire within a test (longer than Patience), so that a test waiting for another
+// instance to see a change proves the change was notified, not merely timed out.
 func (e *Env) Config() config.Config {
-	return config.Defaults()
+	c := config.Defaults()
+	c.CacheTTL = 10 * Patience
+	return c
 }
 
 // Client starts the service on a loopback listener and returns a client holding the

@@ -208,3 +208,20 @@ func LoadTest(t testing.TB) {
 		t.Skip("a load test: make test runs it in its own step (" + LoadEnv + "=1)")
 	}
 }
+
+// Patience bounds how long a test waits for what must happen eventually (a
+// notification delivered, a revoked token refused elsewhere, a restarted database
+// answering). It is generous on purpose: a test holds on any machine, however loaded;
+// how fast these things happen is measured by make bench, not asserted here.
+const Patience = 30 * time.Second
+
+// Eventually polls cond every 10 ms until it holds, failing the test with what after
+// Patience.
+func Eventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(Patience); !cond(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %v: %s", Patience, what)
+		}
+	}
+}
