@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/sensordata/sensorapi/pkg/apierr"
 	"github.com/sensordata/sensorapi/pkg/testenv"
 	"github.com/sensordata/sensorapi/pkg/validate"
 )
@@ -189,5 +190,64 @@ func TestContextRefusedBeforeGroupCommit(t *testing.T) {
 		if d.Timestamp == 100 || !jsonEqual(d.Context, fmt.Appendf(nil, `{"i":"n°%d"}`, d.Timestamp-1)) {
 			t.Errorf("stored %+v", d)
 		}
+	}
+}
+
+// TestDataExceptionInWriteIs400: should a write meet a data exception (SQLSTATE class
+// 22) all the same (injected here, as if validation missed a case), its message is
+// answered 400001 on "body", not 500, and nothing of it is stored. In a group commit it
+// fails the batch, whose messages are then written one by one: the others are
+// acknowledged and stored.
+func TestDataExceptionInWriteIs400(t *testing.T) {
+	tok := env.NewAccount(t)
+	c := env.Client(t).As(tok)
+	for range 2 { // creates, then fills the caches
+		if r := c.Post("/api/v1.6/devices/net/", `{"good":0,"faulty":0}`); r.Status != 200 {
+			t.Fatalf("create: %d %s", r.Status, r.Body)
+		}
+	}
+	_, dev := deviceKeys(t, "net", tok)
+	var faulty int64
+	if err := env.DB.Pool.QueryRow(context.Background(), `SELECT id FROM variables WHERE device_id = $1 AND label = 'faulty'`,
+		dev).Scan(&faulty); err != nil {
+		t.Fatal(err)
+	}
+	for _, code := range []string{"22P05", "22P02", "22003", "22001", "22021"} {
+		remove := env.InjectFault(t, faulty, code)
+		wantInvalid(t, c.Post("/api/v1.6/devices/net/faulty/values", `{"value":1,"timestamp":1}`), "body", apierr.MsgDataRefused)
+		remove()
+	}
+
+	env.InjectFault(t, faulty, "character_not_in_repertoire")
+	release := env.HoldDevice(t, tok, "net")
+	const good, bad = 10, 2
+	var wg sync.WaitGroup
+	send := func(i int, variable string, status int) {
+		defer wg.Done()
+		r := c.Post("/api/v1.6/devices/net/", fmt.Sprintf(`{%q:{"value":%d,"timestamp":%d}}`, variable, i, 10+i))
+		switch {
+		case status == 400:
+			wantInvalid(t, r, "body", apierr.MsgDataRefused)
+		case r.Status != status:
+			t.Errorf("%s %d: %d %s", variable, i, r.Status, r.Body)
+		}
+	}
+	for i := range good {
+		wg.Add(1)
+		go send(i, "good", 200)
+	}
+	c.WaitQueued(good, nil)
+	for i := range bad {
+		wg.Add(1)
+		go send(i, "faulty", 400)
+	}
+	c.WaitQueued(good+bad, nil) // they pass validation: all in the queue
+	release()
+	wg.Wait()
+	if n := len(readValues(t, c, "/api/v1.6/devices/net/good/values?start=10&end=1000&page_size=1000")); n != good {
+		t.Errorf("%d good values stored, want %d", n, good)
+	}
+	if n := len(readValues(t, c, "/api/v1.6/devices/net/faulty/values?start=1&end=1000")); n != 0 {
+		t.Errorf("%d faulty values stored", n)
 	}
 }
