@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sensordata/sensorapi/pkg/store"
 	"github.com/sensordata/sensorapi/pkg/testenv"
 )
 
@@ -310,5 +313,49 @@ func TestLoadReportsProgress(t *testing.T) {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("load printed no %q:\n%s", want, out)
 		}
+	}
+}
+
+// TestServeAndMigrateRefuseNotUTF8: on a database encoded SQL_ASCII, `migrate` and
+// `serve` exit 1 at once (serve does not wait for it as for a database that is still
+// starting), saying how to create a UTF8 one, and create nothing in it.
+func TestServeAndMigrateRefuseNotUTF8(t *testing.T) {
+	bin := buildBinary(t)
+	ctx := context.Background()
+	const name = "ascii_cli"
+	if _, err := env.DB.ExecContext(ctx, `CREATE DATABASE `+name+` ENCODING 'SQL_ASCII' TEMPLATE template0`); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = env.DB.ExecContext(context.Background(), `DROP DATABASE IF EXISTS `+name+` WITH (FORCE)`)
+	})
+	u, err := url.Parse(env.DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Path = "/" + name
+	dsn := u.String()
+	for _, sub := range []string{"migrate", "serve"} {
+		// serve would retry for two minutes if it took this for a database still starting
+		cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+		cmd := exec.CommandContext(cctx, bin, sub)
+		cmd.Env = append(os.Environ(), "DATABASE_URL="+dsn, "SENSORAPI_ADDR="+freeAddr(t), "SENSORAPI_MQTT_ADDR=")
+		out, err := cmd.CombinedOutput()
+		cancel()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 1 ||
+			!strings.Contains(string(out), `database "`+name+`" is SQL_ASCII`) ||
+			!strings.Contains(string(out), `CREATE DATABASE "`+name+`" ENCODING 'UTF8' TEMPLATE template0`) {
+			t.Fatalf("%s: %v\n%s", sub, err, out)
+		}
+	}
+	db, err := store.Open(ctx, dsn, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = db.Close() }()
+	var tables int
+	if err := db.NewRaw(`SELECT count(*) FROM pg_tables WHERE schemaname = 'public'`).Scan(ctx, &tables); err != nil || tables != 0 {
+		t.Fatalf("%d tables created (%v)", tables, err)
 	}
 }

@@ -162,6 +162,7 @@ func TestDeviceValidation(t *testing.T) {
 		{"NUL in tag", `{"label":"ok","tags":["\u0000"]}`, `{"tags.0":["Null characters are not allowed."]}`},
 		{"NUL in properties", `{"label":"ok","properties":{"_icon":"\u0000"}}`, `{"properties":["Null characters are not allowed."]}`},
 		{"NUL in a properties key", `{"label":"ok","properties":{"_config":{"a\u0000":{}}}}`, `{"properties":["Null characters are not allowed."]}`},
+		{"lone surrogate in a properties key", `{"label":"ok","properties":{"_config":{"\udc00":{}}}}`, `{"properties":["Strings and keys may not contain an unpaired surrogate escape (\\ud800 to \\udfff)."]}`},
 		{"body not an object", []int{1}, `{"body":["JSON parse error - expected a JSON object"]}`},
 	}
 	for _, tc := range cases {

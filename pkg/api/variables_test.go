@@ -101,6 +101,8 @@ func TestVariableValidation(t *testing.T) {
 		{"tags too long", map[string]any{"label": "v", "tags": []string{long(51)}}, `{"tags.0":["Ensure this field has no more than 50 characters."]}`},
 		{"properties not object", map[string]any{"label": "v", "properties": "x"}, `{"properties":["Expected an object."]}`},
 		{"properties too large", map[string]any{"label": "v", "properties": map[string]any{"k": long(16400)}}, `{"properties":["Ensure this object is at most 16384 bytes serialized."]}`},
+		{"properties lone surrogate", `{"label":"v","properties":{"k":["\ud800"]}}`, `{"properties":["Strings and keys may not contain an unpaired surrogate escape (\\ud800 to \\udfff)."]}`},
+		{"properties number beyond numeric", `{"label":"v","properties":{"k":1e131072}}`, `{"properties":["Numbers must be less than 1e131072 in magnitude, with at most 16383 digits after the decimal point."]}`},
 		{"body not object", "[]", `{"body":["JSON parse error - expected a JSON object"]}`},
 	}
 	for _, tc := range cases {

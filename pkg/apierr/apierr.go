@@ -235,6 +235,22 @@ func pgCause(code string) string {
 	return ""
 }
 
+// MsgDataRefused is the message of DataException's 400.
+const MsgDataRefused = "The database cannot store a value or context of this message (invalid data)."
+
+// DataException maps a data exception (SQLSTATE class 22: a value the database cannot
+// store or convert, such as a string jsonb refuses or a number beyond numeric) out of
+// a write to a 400001 on "body": the request's data is at fault, not the server, and
+// an MQTT client told so does not send it again. nil when err is no such exception.
+// It is the net under validation, which refuses the known cases naming their field.
+func DataException(err error) *Error {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || !strings.HasPrefix(pe.Code, "22") {
+		return nil
+	}
+	return Invalid("body", MsgDataRefused)
+}
+
 // IsTimeout tells whether err is a statement timeout or deadline.
 func IsTimeout(err error) bool {
 	var pe *pgconn.PgError

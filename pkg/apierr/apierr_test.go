@@ -77,3 +77,20 @@ func TestDatabaseFaultsByClass(t *testing.T) {
 		}
 	}
 }
+
+// TestDataExceptionsAreTheRequests: every data exception (SQLSTATE class 22) out of a
+// write is a 400001 on "body"; no other database error is.
+func TestDataExceptionsAreTheRequests(t *testing.T) {
+	for _, code := range []string{"22P05", "22P02", "22003", "22001", "22021", "22007", "22000"} {
+		ae := DataException(fmt.Errorf("write values: %w", &pgconn.PgError{Code: code}))
+		if ae == nil || ae.Status() != 400 || ae.Code != 400001 || fmt.Sprint(ae.Detail) != fmt.Sprint(Fields{"body": {MsgDataRefused}}) {
+			t.Errorf("%s: %+v, want 400001 on body", code, ae)
+		}
+	}
+	for _, err := range []error{&pgconn.PgError{Code: "23505"}, &pgconn.PgError{Code: "53100"}, &pgconn.PgError{Code: "42P01"},
+		errors.New("22P05"), nil} {
+		if ae := DataException(err); ae != nil {
+			t.Errorf("%v: %+v, want nil", err, ae)
+		}
+	}
+}

@@ -174,9 +174,9 @@ func (p *Parser) dot(v *fastjson.Value, path string, idx int) (Dot, bool) {
 		}
 	}
 	if c := v.Get("context"); c != nil && c.Type() != fastjson.TypeNull {
-		var cOK bool
-		if d.Context, cOK = contextObject(c); !cOK {
-			p.Errs.Add(where(path, idx, "context"), msgContext)
+		var msg string
+		if d.Context, msg = contextObject(c); msg != "" {
+			p.Errs.Add(where(path, idx, "context"), msg)
 			ok = false
 		}
 	}
@@ -215,13 +215,23 @@ func timestamp(v *fastjson.Value) (int64, bool) {
 	return int64(f), true
 }
 
-// contextObject returns the context compacted, if it is an object of at most 8 KiB.
-func contextObject(v *fastjson.Value) (json.RawMessage, bool) {
+// contextObject returns the context compacted, or why it is refused: not an object
+// of at most 8 KiB, or text that PostgreSQL's jsonb refuses (validate.JSONB), which
+// would fail the write with a data exception. The compacted text keeps the body's own
+// escapes (fastjson does not decode what it passes on), so it is exactly what the
+// database receives: checked here, before the message can join a batch.
+func contextObject(v *fastjson.Value) (json.RawMessage, string) {
 	if v.Type() != fastjson.TypeObject {
-		return nil, false
+		return nil, msgContext
 	}
 	b := v.MarshalTo(nil)
-	return b, len(b) <= maxContextSize
+	if len(b) > maxContextSize {
+		return nil, msgContext
+	}
+	if msg := validate.JSONB(b); msg != "" {
+		return nil, msg
+	}
+	return b, ""
 }
 
 // where spells out the path of a field of a dot for its message.

@@ -26,7 +26,10 @@ import (
 // (resolved inside its transaction), names a disabled device, or is at least a whole
 // batch by itself (bulk loads gain nothing from company). When a batch fails, each of
 // its messages is retried as a batch of one, so one message's fault or a stale cache
-// entry never fails another, and nothing is acknowledged uncommitted.
+// entry never fails another, and nothing is acknowledged uncommitted. Data the
+// database would refuse (a data exception, SQLSTATE class 22) is refused in validation,
+// before the queue (parse.go); should some reach a batch all the same, that retry
+// leaves it to its own message, answered 400 (refused).
 type Pipeline struct {
 	store     *Store
 	conf      PipelineConfig
@@ -439,11 +442,29 @@ func (p *Pipeline) writeAlone(ctx context.Context, r resolver) error {
 		}
 	}
 	if err != nil {
-		return err
+		return p.refused(err)
 	}
 	p.store.committed(w.changes)
 	p.store.notifyLastValues(ctx, w.moved)
 	return nil
+}
+
+// refused answers a message's failed write. A data exception (SQLSTATE class 22) is
+// the message's fault: a 400 (MQTT 5: 0x99; a client told that the server failed sends
+// it again and again), logged because validation (parse.go) should have named its
+// field. A batch it failed was written again message by message (commit), so only the
+// message that holds the bad data meets it here.
+func (p *Pipeline) refused(err error) error {
+	ae := apierr.DataException(err)
+	if ae == nil {
+		return err
+	}
+	log := p.log
+	if log == nil {
+		log = slog.Default()
+	}
+	log.Warn("ingestion: the database refused a message's data that validation let through", "error", err.Error())
+	return ae
 }
 
 // written is what a committed transaction of writeJobs did: the last-value

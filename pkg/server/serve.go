@@ -86,7 +86,7 @@ func servePprof(addr string, log *slog.Logger) {
 }
 
 // openAndMigrate connects and migrates, waiting up to two minutes for a database that
-// is still starting.
+// is still starting (not for one that is not UTF8: waiting cannot change that).
 func openAndMigrate(ctx context.Context, cfg config.Config, log *slog.Logger) (*store.DB, error) {
 	db, err := store.Open(ctx, cfg.DatabaseURL, cfg.QueryTimeout)
 	if err != nil {
@@ -99,7 +99,7 @@ func openAndMigrate(ctx context.Context, cfg config.Config, log *slog.Logger) (*
 			log.Info("schema migrated", "applied", applied)
 			return db, nil
 		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
+		if time.Now().After(deadline) || ctx.Err() != nil || errors.Is(err, store.ErrNotUTF8) {
 			_ = db.Close()
 			return nil, err
 		}

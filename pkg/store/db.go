@@ -4,10 +4,12 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -93,9 +95,33 @@ func (db *DB) Close() error {
 // makes instances that start together apply the migrations one after the other.
 const migrationLockKey = 727_431_118
 
-// Migrate applies pending migrations under a Postgres advisory lock and returns the
-// names applied.
+// ErrNotUTF8 is Migrate's error for a database whose encoding is not UTF8.
+var ErrNotUTF8 = errors.New("the database's encoding is not UTF8")
+
+// checkEncoding refuses a database not encoded in UTF8: in SQL_ASCII, jsonb refuses
+// the escape of any non-ASCII character (a context {"k":"\u00e9"} could not be
+// stored) and text is kept as unchecked bytes; in any other encoding, text it cannot
+// represent is refused. Contexts, names and descriptions are Unicode (API.md §6).
+func checkEncoding(ctx context.Context, db *DB) error {
+	var name, enc string
+	err := db.Pool.QueryRow(ctx, `SELECT current_database(), current_setting('server_encoding')`).Scan(&name, &enc)
+	if err != nil {
+		return fmt.Errorf("read the database's encoding: %w", err)
+	}
+	if enc != "UTF8" {
+		q := pgx.Identifier{name}.Sanitize()
+		return fmt.Errorf("%w: database %s is %s. Create it in UTF8 (under another name, or after dropping it) "+
+			"and point DATABASE_URL at it: CREATE DATABASE %s ENCODING 'UTF8' TEMPLATE template0", ErrNotUTF8, q, enc, q)
+	}
+	return nil
+}
+
+// Migrate checks that the database is UTF8 (ErrNotUTF8), then applies pending
+// migrations under a Postgres advisory lock and returns the names applied.
 func Migrate(ctx context.Context, db *DB) ([]string, error) {
+	if err := checkEncoding(ctx, db); err != nil {
+		return nil, err
+	}
 	ms, err := migrations.All()
 	if err != nil {
 		return nil, fmt.Errorf("load migrations: %w", err)

@@ -2,7 +2,10 @@ package store_test
 
 import (
 	"context"
+	"errors"
+	"net/url"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 
@@ -83,5 +86,44 @@ func TestValuesIsHypertableWithUniqueIndex(t *testing.T) {
 	err = env.DB.NewRaw(`SELECT indexdef FROM pg_indexes WHERE indexname = 'values_variable_ts_idx'`).Scan(ctx, &def)
 	if err != nil || def != `CREATE UNIQUE INDEX values_variable_ts_idx ON public."values" USING btree (variable_id, ts DESC)` {
 		t.Fatalf("index: %q %v", def, err)
+	}
+}
+
+// sqlASCIIDatabase creates a database encoded SQL_ASCII on the test server (dropped when
+// the test ends) and returns its DSN.
+func sqlASCIIDatabase(t *testing.T, name string) string {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := env.DB.ExecContext(ctx, `CREATE DATABASE `+name+` ENCODING 'SQL_ASCII' TEMPLATE template0`); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = env.DB.ExecContext(context.Background(), `DROP DATABASE IF EXISTS `+name+` WITH (FORCE)`)
+	})
+	u, err := url.Parse(env.DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Path = "/" + name
+	return u.String()
+}
+
+// TestMigrateRefusesNotUTF8: a database encoded SQL_ASCII is refused before anything
+// is migrated, with the statement that creates one in UTF8.
+func TestMigrateRefusesNotUTF8(t *testing.T) {
+	ctx := context.Background()
+	db, err := store.Open(ctx, sqlASCIIDatabase(t, "ascii_migrate"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = db.Close() }()
+	_, err = store.Migrate(ctx, db)
+	if !errors.Is(err, store.ErrNotUTF8) || !strings.Contains(err.Error(), `database "ascii_migrate" is SQL_ASCII`) ||
+		!strings.Contains(err.Error(), `CREATE DATABASE "ascii_migrate" ENCODING 'UTF8' TEMPLATE template0`) {
+		t.Fatalf("migrate: %v", err)
+	}
+	var tables int
+	if err := db.NewRaw(`SELECT count(*) FROM pg_tables WHERE schemaname = 'public'`).Scan(ctx, &tables); err != nil || tables != 0 {
+		t.Fatalf("%d tables created (%v)", tables, err)
 	}
 }

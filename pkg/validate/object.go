@@ -226,6 +226,11 @@ func (o *Object) Properties(name string) (json.RawMessage, bool) {
 		o.Fail(name, "Ensure this object is at most 16384 bytes serialized.")
 		return nil, false
 	}
+	// the escapes are kept as sent: what jsonb refuses would fail the write (a 500)
+	if msg := JSONB(compact); msg != "" {
+		o.Fail(name, msg)
+		return nil, false
+	}
 	return compact, true
 }
 
