@@ -49,7 +49,7 @@ func TestFleetConcurrentSingleDots(t *testing.T) {
 		}
 	}
 	batchesBefore, messagesBefore := batchStats(t, c)
-	release := lockValues(t)
+	release := env.HoldValues(t)
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 100)
 	for i := range messages {
@@ -64,9 +64,7 @@ func TestFleetConcurrentSingleDots(t *testing.T) {
 			}
 		}()
 	}
-	testenv.Eventually(t, "50 dots queued behind the locked table", func() bool {
-		return testutil.ToFloat64(c.Server.Metrics.IngestQueued) >= 50
-	})
+	c.WaitQueued(50, nil)
 	release()
 	wg.Wait()
 	for d := range devices {
@@ -84,25 +82,6 @@ func TestFleetConcurrentSingleDots(t *testing.T) {
 	if batches, queued = batches-batchesBefore, queued-messagesBefore; batches == 0 || queued <= batches {
 		t.Errorf("%d messages in %d batches: no group commit", queued, batches)
 	}
-}
-
-// lockValues holds a lock on the values table that every insert waits for, until the
-// returned function (also run when the test ends) releases it.
-func lockValues(t *testing.T) (release func()) {
-	t.Helper()
-	ctx := context.Background()
-	tx, err := env.DB.Pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Exec(ctx, `LOCK TABLE "values" IN SHARE MODE`); err != nil {
-		_ = tx.Rollback(ctx)
-		t.Fatal(err)
-	}
-	var once sync.Once
-	release = func() { once.Do(func() { _ = tx.Rollback(ctx) }) }
-	t.Cleanup(release)
-	return release
 }
 
 // TestFleetInvalidMessageFailsAlone: one invalid message among 200 concurrent valid

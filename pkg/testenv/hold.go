@@ -34,22 +34,43 @@ func (e *Env) HoldDevice(t testing.TB, token, label string) (release func()) {
 	return release
 }
 
+// HoldValues locks the values table against inserts, so that every batch waits, until
+// release (also run at the test's end): HoldDevice for messages to many devices. Their
+// devices and variables must exist first: creating them would wait too.
+func (e *Env) HoldValues(t testing.TB) (release func()) {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := e.DB.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `LOCK TABLE "values" IN SHARE MODE`); err != nil {
+		_ = tx.Rollback(ctx)
+		t.Fatalf("hold values: %v", err)
+	}
+	var once sync.Once
+	release = func() { once.Do(func() { _ = tx.Rollback(ctx) }) }
+	t.Cleanup(release)
+	return release
+}
+
 // Queued is how many dots the instance's ingestion pipeline holds (queued or
 // committing).
 func (c *Client) Queued() int { return int(testutil.ToFloat64(c.Server.Metrics.IngestQueued)) }
 
 // WaitQueued waits until the instance's pipeline holds at least n dots, or done is
-// closed (the messages were answered without queueing); it fails the test after 30 s.
+// closed (the messages were answered without queueing); it fails the test after
+// Patience.
 func (c *Client) WaitQueued(n int, done <-chan struct{}) {
 	c.t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); c.Queued() < n; {
+	for deadline := time.Now().Add(Patience); c.Queued() < n; {
 		select {
 		case <-done:
 			return
 		default:
 		}
 		if time.Now().After(deadline) {
-			c.t.Fatalf("the pipeline holds %d dots after 30 s, want %d", c.Queued(), n)
+			c.t.Fatalf("the pipeline holds %d dots after %v, want %d", c.Queued(), Patience, n)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
