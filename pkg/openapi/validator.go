@@ -57,7 +57,7 @@ func NewValidator(ctx context.Context) (*Validator, error) {
 	if err != nil {
 		return nil, err
 	}
-	routed, spelled := withoutTrailingSlash(doc)
+	routed, spelled := routingDoc(doc)
 	router, err := gorillamux.NewRouter(routed)
 	if err != nil {
 		return nil, fmt.Errorf("openapi: build the router: %w", err)
@@ -70,11 +70,14 @@ func NewValidator(ctx context.Context) (*Validator, error) {
 	return &Validator{doc: doc, router: router, spelled: spelled, opts: opts}, nil
 }
 
-// withoutTrailingSlash returns a copy of doc whose paths have no trailing slash, and
-// each such path's spelling in doc: the document spells paths as the platform's clients
-// do, and the server answers both spellings, so requests are routed without the slash.
-func withoutTrailingSlash(doc *openapi3.T) (*openapi3.T, map[string]string) {
+// routingDoc returns a copy of doc to route requests with, and the spelling in doc of
+// each of its paths. The copy has no servers, since the server under test listens
+// anywhere; and its paths have no trailing slash: the document spells paths as the
+// platform's clients do, the server answers both spellings, and requests are routed
+// without the slash.
+func routingDoc(doc *openapi3.T) (*openapi3.T, map[string]string) {
 	routed := *doc
+	routed.Servers = nil
 	routed.Paths = openapi3.NewPaths()
 	spelled := map[string]string{}
 	for path, item := range doc.Paths.Map() {
