@@ -149,6 +149,14 @@ func (c *Client) As(token string) *Client {
 	return &cp
 }
 
+// In returns a copy of the client that reports to t, a subtest of the one it was made
+// for, so that a failed check names the subtest.
+func (c *Client) In(t testing.TB) *Client {
+	cp := *c
+	cp.t = t
+	return &cp
+}
+
 // OffContract returns a copy of the client for requests that are deliberately outside
 // docs/openapi.yaml yet tolerated by the server (hostile input, malformed page numbers):
 // their responses are still validated, the requests are not.
