@@ -212,6 +212,10 @@ func (r *contractRun) all(t *testing.T, doc *openapi3.T) {
 	for _, c := range cases {
 		xs = append(xs, expand(c, r.ops[c.op], r.fix.full, r.fix.otherDevice)...)
 	}
+	if r.viaPrism {
+		xs = slices.DeleteFunc(xs, func(x exchange) bool { return x.unparsable })
+		t.Log("malformed JSON bodies are left to kin-openapi: Prism answers a body it cannot parse itself, without forwarding it")
+	}
 	for _, x := range xs {
 		t.Run(x.name, func(t *testing.T) { r.check(t, x) })
 	}
@@ -239,9 +243,6 @@ func (r *contractRun) checkCoverage(t *testing.T, cases []contractCase) {
 // sends it (testenv). Through Prism, Prism's verdict is checked too, and a canary shows
 // that it checked this operation's schemas at all.
 func (r *contractRun) check(t *testing.T, x exchange) {
-	if r.viaPrism && x.unparsable {
-		t.Skip("Prism answers a body it cannot parse itself, without forwarding it: kin-openapi checks this one")
-	}
 	resp := r.send(t, x)
 	if resp.Status != x.want {
 		t.Fatalf("%s %s → %d, want %d: %.300s", x.method, x.path, resp.Status, x.want, resp.Body)
