@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -134,14 +135,10 @@ func expand(c contractCase, o docOp, fullToken, otherDeviceToken string) []excha
 		variant("with another device's token", http.StatusForbidden, func(x *exchange) { x.token = otherDeviceToken })
 	}
 	if c.missing != nil {
-		merged := map[string]string{}
-		for k, v := range c.params {
-			merged[k] = v
-		}
-		for k, v := range c.missing {
-			merged[k] = v
-		}
-		variant("of nothing", http.StatusNotFound, func(x *exchange) { x.path = o.url(merged, c.query) })
+		params := map[string]string{}
+		maps.Copy(params, c.params)
+		maps.Copy(params, c.missing)
+		variant("of nothing", http.StatusNotFound, func(x *exchange) { x.path = o.url(params, c.query) })
 	}
 	if c.body != nil && o.documents(http.StatusBadRequest) {
 		variant("with malformed JSON", http.StatusBadRequest, func(x *exchange) { x.body, x.unparsable = "{", true })

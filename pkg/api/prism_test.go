@@ -85,9 +85,9 @@ func startPrism(t *testing.T, upstream string) string {
 	go func() { exited <- cmd.Wait() }()
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
-		<-exited
+		err := <-exited // killed, as asked
 		if t.Failed() {
-			t.Logf("prism's output:\n%s", out.tail(4000))
+			t.Logf("prism (%v), its output:\n%s", err, out.tail(4000))
 		}
 	})
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
@@ -103,7 +103,7 @@ func awaitListening(addr string, exited <-chan error) error {
 	for deadline := time.Now().Add(3 * time.Minute); time.Now().Before(deadline); {
 		select {
 		case err := <-exited:
-			return fmt.Errorf("exited before listening: %v", err)
+			return fmt.Errorf("exited before listening: %w", err)
 		case <-time.After(200 * time.Millisecond):
 		}
 		if c, err := net.Dial("tcp", addr); err == nil {
