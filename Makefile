@@ -14,7 +14,7 @@ export GOFLAGS ?= -trimpath
 GO ?= go
 BIN := bin/sensorapi
 
-.PHONY: run reset build test test-ha test-tools console-deps prepare vet lint bench bench-tiers bench-storage bench-fleet bench-mqtt fuzz fuzz-short loadtest image clean
+.PHONY: run reset build test test-ha test-tools console-deps prepare vet lint lint-openapi bench bench-tiers bench-storage bench-fleet bench-mqtt fuzz fuzz-short loadtest image clean
 
 ## run: build and serve on :8080 (starts TimescaleDB itself without DATABASE_URL: the
 ## container $(DATA_VOLUME), stopped on exit and started again next time, with its data
@@ -58,7 +58,17 @@ lint: $(GOLANGCI_LINT)
 	$(GOLANGCI_LINT) run ./...
 	$(GOLANGCI_LINT) run --build-tags dev ./cmd/sensorapi
 
-## test-tools: the real clients the tests drive (mosquitto-clients, chromium), installed when missing
+## lint-openapi: Redocly CLI's recommended rules on docs/openapi.yaml (redocly.yaml turns
+## off, with reasons, the ones the contract breaks on purpose); needs node and npm, and
+## installs the pinned CLI into build/tools (.ci/node-tools). No telemetry.
+REDOCLY := build/tools/node_modules/.bin/redocly
+lint-openapi:
+	@.ci/node-tools
+	@test -x $(REDOCLY) || { echo "lint-openapi: needs node and npm"; exit 1; }
+	REDOCLY_TELEMETRY=off REDOCLY_SUPPRESS_UPDATE_NOTICE=true $(REDOCLY) lint docs/openapi.yaml
+
+## test-tools: the real clients the tests drive (mosquitto-clients, chromium), installed
+## when missing, and Prism for the OpenAPI contract test when node is present
 test-tools:
 	@.ci/test-tools
 

@@ -76,7 +76,7 @@ func servedOperations(t *testing.T, c *testenv.Client) []operation {
 // §13: the v1.6 value routes of that device: post and read values, lv, statistics).
 // Written out here, apart from the server's table, so that the two check each other.
 var deviceRoutes = map[operation]bool{
-	{"POST", "/api/v1.6/devices/{device}"}:                             true,
+	{"POST", "/api/v1.6/devices/{device}/"}:                            true,
 	{"POST", "/api/v1.6/devices/{device}/{variable}/values"}:           true,
 	{"GET", "/api/v1.6/devices/{device}/{variable}/values"}:            true,
 	{"GET", "/api/v1.6/devices/{device}/{variable}/lv"}:                true,
@@ -87,7 +87,7 @@ var deviceRoutes = map[operation]bool{
 
 // analytics are the POSTs a read token may use: they only read.
 var analytics = map[string]bool{
-	"/api/v2.0/data/statistics": true, "/api/v1.6/data/stats/resample": true, "/api/v1.6/data/stats/aggregation": true,
+	"/api/v2.0/data/statistics/": true, "/api/v1.6/data/stats/resample/": true, "/api/v1.6/data/stats/aggregation/": true,
 }
 
 // fill puts the account's own device and variable (or harmless unknown keys) into a

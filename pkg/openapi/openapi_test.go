@@ -73,3 +73,31 @@ func hasExample(op *openapi3.Operation) bool {
 	}
 	return false
 }
+
+// The document spells each path as the platform's clients send it, which is how the
+// contract (API.md, from the platform's documentation) spells it: generated clients and
+// spec-driven proxies match paths exactly, slash included. The server answers both.
+func TestPathsSpelledAsTheContract(t *testing.T) {
+	doc, err := Load(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{
+		"/api/v2.0/users/", "/api/v2.0/users/{key}", "/api/v2.0/users/{key}/_/assign_organizations/",
+		"/api/v2.0/organizations/", "/api/v2.0/devices/", "/api/v2.0/devices/{device}/",
+		"/api/v2.0/devices/{device}/variables/", "/api/v2.0/devices/{device}/variables/{variable}/",
+		"/api/v2.0/variables/", "/api/v2.0/variables/{variable}/",
+		"/api/v2.0/tokens/", "/api/v2.0/tokens/{id}", "/api/v2.0/devices/{device}/tokens/",
+		"/api/v2.0/devices/{device}/tokens/{id}", "/api/v2.0/events/", "/api/v2.0/events/{event}",
+		"/api/v2.0/events/{event}/deliveries/", "/api/v2.0/data/statistics/",
+		"/api/v1.6/devices/{device}/", "/api/v1.6/devices/{device}/{variable}/values",
+		"/api/v1.6/devices/{device}/{variable}/lv", "/api/v1.6/variables/{id}/values",
+		"/api/v1.6/variables/{id}/values/{start}/{end}", "/api/v1.6/variables/{id}/statistics/{agg}/{start}/{end}",
+		"/api/v1.6/collections/values", "/api/v1.6/data/stats/resample/", "/api/v1.6/data/stats/aggregation/",
+		"/healthz", "/readyz", "/metrics", "/console/",
+	} {
+		if doc.Paths.Value(path) == nil {
+			t.Errorf("no path %s in the document (spelled otherwise?)", path)
+		}
+	}
+}

@@ -23,6 +23,7 @@ import (
 type Validator struct {
 	doc       *openapi3.T
 	router    routers.Router
+	spelled   map[string]string // routed path (no trailing slash) → the document's path
 	opts      *openapi3filter.Options
 	validated atomic.Int64
 	succeeded sync.Map // "METHOD /path" of operations that answered a valid 2xx
@@ -56,7 +57,8 @@ func NewValidator(ctx context.Context) (*Validator, error) {
 	if err != nil {
 		return nil, err
 	}
-	router, err := gorillamux.NewRouter(doc)
+	routed, spelled := routingDoc(doc)
+	router, err := gorillamux.NewRouter(routed)
 	if err != nil {
 		return nil, fmt.Errorf("openapi: build the router: %w", err)
 	}
@@ -65,7 +67,25 @@ func NewValidator(ctx context.Context) (*Validator, error) {
 		MultiError:            true,
 		AuthenticationFunc:    openapi3filter.NoopAuthenticationFunc, // the server checks tokens
 	}
-	return &Validator{doc: doc, router: router, opts: opts}, nil
+	return &Validator{doc: doc, router: router, spelled: spelled, opts: opts}, nil
+}
+
+// routingDoc returns a copy of doc to route requests with, and the spelling in doc of
+// each of its paths. The copy has no servers, since the server under test listens
+// anywhere; and its paths have no trailing slash: the document spells paths as the
+// platform's clients do, the server answers both spellings, and requests are routed
+// without the slash.
+func routingDoc(doc *openapi3.T) (*openapi3.T, map[string]string) {
+	routed := *doc
+	routed.Servers = nil
+	routed.Paths = openapi3.NewPaths()
+	spelled := map[string]string{}
+	for path, item := range doc.Paths.Map() {
+		trimmed := trimPath(path)
+		routed.Paths.Set(trimmed, item)
+		spelled[trimmed] = path
+	}
+	return &routed, spelled
 }
 
 // Validated is how many responses have been checked so far.
@@ -79,7 +99,7 @@ func (v *Validator) Check(ctx context.Context, x Exchange) error {
 	defer v.validated.Add(1)
 	req := x.Request.Clone(ctx)
 	req.URL.RawPath = ""
-	trimSlash(req) // every route answers with and without a trailing slash
+	req.URL.Path = trimPath(req.URL.Path) // every route answers with and without a trailing slash
 	route, params, err := v.router.FindRoute(req)
 	switch {
 	case errors.Is(err, routers.ErrPathNotFound):
@@ -102,7 +122,7 @@ func (v *Validator) Check(ctx context.Context, x Exchange) error {
 		return fmt.Errorf("response: %w", err)
 	}
 	if x.Status >= 200 && x.Status < 300 {
-		v.succeeded.Store(req.Method+" "+route.Path, true)
+		v.succeeded.Store(req.Method+" "+v.spelled[route.Path], true)
 	}
 	return nil
 }
@@ -157,9 +177,10 @@ func (v *Validator) CheckSchema(name string, body []byte) error {
 	return nil
 }
 
-func trimSlash(r *http.Request) {
-	if p := r.URL.Path; len(p) > 1 && strings.HasSuffix(p, "/") {
-		r.URL.Path = strings.TrimRight(p, "/")
-		r.URL.RawPath = strings.TrimRight(r.URL.RawPath, "/")
+// trimPath drops a path's trailing slashes, as the server does before routing.
+func trimPath(p string) string {
+	if len(p) > 1 {
+		return strings.TrimRight(p, "/")
 	}
+	return p
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -127,29 +129,49 @@ func (e *Env) Serve(t testing.TB, db *store.DB, cfg config.Config) *Client {
 // pipeline, listener and event deliveries stopped); it returns once all have.
 func (e *Env) ServeStoppable(t testing.TB, db *store.DB, cfg config.Config) (*Client, func()) {
 	t.Helper()
-	ctx, stop := context.WithCancel(context.Background())
-	srv, err := server.Start(ctx, db, cfg, e.Log)
+	srv, url, halt, err := e.Start(db, cfg)
 	if err != nil {
-		stop()
 		t.Fatal(err)
+	}
+	t.Cleanup(halt)
+	return &Client{URL: url, Token: e.AdminToken, Server: srv, t: t}, halt
+}
+
+// Start runs an instance of the service on db, served on a loopback listener at url,
+// until stop, and returns once its notification listener is up. Tests use Serve;
+// Examples, which have no *testing.T, use this.
+func (e *Env) Start(db *store.DB, cfg config.Config) (srv *server.Instance, url string, stop func(), err error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	srv, err = server.Start(ctx, db, cfg, e.Log)
+	if err != nil {
+		cancel()
+		return nil, "", nil, fmt.Errorf("start the service: %w", err)
 	}
 	ts := httptest.NewServer(srv.Handler())
 	var once sync.Once
-	halt := func() { once.Do(func() { ts.Close(); stop(); <-srv.Ingest.Done(); <-srv.Events.Done() }) }
-	t.Cleanup(halt)
+	stop = func() { once.Do(func() { ts.Close(); cancel(); <-srv.Ingest.Done(); <-srv.Events.Done() }) }
 	for deadline := time.Now().Add(10 * time.Second); !srv.Listener.Healthy(); {
 		if time.Now().After(deadline) {
-			t.Fatal("the notification listener did not connect")
+			stop()
+			return nil, "", nil, errors.New("the notification listener did not connect")
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	return &Client{URL: ts.URL, Token: e.AdminToken, Server: srv, t: t}, halt
+	return srv, ts.URL, stop, nil
 }
 
 // As returns a copy of the client that sends another token.
 func (c *Client) As(token string) *Client {
 	cp := *c
 	cp.Token = token
+	return &cp
+}
+
+// In returns a copy of the client that reports to t, a subtest of the one it was made
+// for, so that a failed check names the subtest.
+func (c *Client) In(t testing.TB) *Client {
+	cp := *c
+	cp.t = t
 	return &cp
 }
 
