@@ -450,10 +450,10 @@ func TestFullDiskWithoutBudget(t *testing.T) {
 	freed := time.Now()
 	acked := w.seen(201)
 	w.resume(2)
-	for deadline := time.Now().Add(5 * time.Second); w.seen(201) == acked; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(testenv.Patience); w.seen(201) == acked; time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			w.halt()
-			t.Fatalf("writes did not resume within 5 s of freeing space: %v", w.statuses)
+			t.Fatalf("writes did not resume within %v of freeing space: %v", testenv.Patience, w.statuses)
 		}
 	}
 	resumed := time.Since(freed)
