@@ -79,7 +79,7 @@ LOAD_TESTS := ^(TestFullDiskBudgetStopsWrites|TestFullDiskWithoutBudget|TestTCPF
 ## (GOTESTFLAGS: more go test flags, e.g. -json to see where the time goes)
 GOTESTFLAGS ?=
 test: prepare test-tools vet
-	$(GO) test -count=1 -timeout 20m $(GOTESTFLAGS) ./...
+	$(GO) test -count=1 -timeout 20m -parallel 4 $(GOTESTFLAGS) ./...
 	SENSORAPI_TEST_LOAD=1 $(GO) test -count=1 -timeout 10m -p 1 $(GOTESTFLAGS) -run '$(LOAD_TESTS)' ./pkg/api ./pkg/mqtt
 
 ## test-ha: the failover test alone (issue 30, docs/scaling.md): etcd and two

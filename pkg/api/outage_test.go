@@ -20,6 +20,7 @@ import (
 // /readyz answer 503 while it is still down (they do not wait for it), and the same
 // server recovers once the database is back.
 func TestDatabaseOutage(t *testing.T) {
+	t.Parallel() // a database of its own: it waits on containers while other tests run
 	e, tsdb := testenv.Stoppable(t, true)
 	ctx := context.Background()
 	c := e.Client(t)
@@ -68,6 +69,7 @@ func TestDatabaseOutage(t *testing.T) {
 // writing resumes without a restart. (That bursts share batches is
 // TestFleetConcurrentSingleDots'; how fast a 503 comes, TestDatabaseOutage's.)
 func TestOutageDuringIngestion(t *testing.T) {
+	t.Parallel() // a database of its own: it waits on containers while other tests run
 	e, tsdb := testenv.Stoppable(t, false)
 	ctx := context.Background()
 	c := e.Client(t)

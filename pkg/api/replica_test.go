@@ -81,6 +81,7 @@ func (r replicated) served(pool string) float64 {
 // TestReplicaReadYourWrites: reads run on the replica (its own statistics show them),
 // and every one of 1,000 write-then-read pairs reads its own write.
 func TestReplicaReadYourWrites(t *testing.T) {
+	t.Parallel() // a database of its own: it waits on containers while other tests run
 	r := newReplicated(t, time.Second)
 	before := r.replicaReads(t)
 	const pairs = 1000
@@ -120,6 +121,7 @@ func TestReplicaReadYourWrites(t *testing.T) {
 // write before it, from the primary, and no request fails. (Replay stays paused until
 // every read is done: a read that waited for the replica would never end.)
 func TestReplicaPausedFallsBack(t *testing.T) {
+	t.Parallel() // a database of its own: it waits on containers while other tests run
 	const maxLag = 300 * time.Millisecond
 	r := newReplicated(t, maxLag)
 	if _, err := r.replica.Exec(context.Background(), `SELECT pg_wal_replay_pause()`); err != nil {
@@ -142,6 +144,7 @@ func TestReplicaPausedFallsBack(t *testing.T) {
 // TestReplicaDownNoErrors: with the replica container stopped, reads move to the
 // primary without an error, /readyz says so, and they move back once it returns.
 func TestReplicaDownNoErrors(t *testing.T) {
+	t.Parallel() // a database of its own: it waits on containers while other tests run
 	r := newReplicated(t, 500*time.Millisecond)
 	ctx := context.Background()
 	read := func() {
