@@ -51,7 +51,6 @@ type Service struct {
 	reload  chan struct{}
 	shards  []*shard      // one per evaluator (memory.go)
 	epoch   atomic.Uint64 // moved when events change: the shards drop their entries
-	done    chan struct{}
 }
 
 // New builds the service: its River client (not started) and its metrics.
@@ -61,7 +60,7 @@ func New(d Deps) (*Service, error) {
 		cfg.QueryTimeout = 30 * time.Second
 	}
 	s := &Service{pool: d.Pool, writer: d.Writer, log: d.Log, cfg: cfg, http: newHTTPClient(cfg.WebhookAllowPrivate),
-		reload: make(chan struct{}, 1), done: make(chan struct{})}
+		reload: make(chan struct{}, 1)}
 	for range cfg.Evaluators {
 		s.shards = append(s.shards, newShard())
 	}
@@ -120,11 +119,9 @@ func (s *Service) Refresh(ctx context.Context) {
 	}
 }
 
-// Run starts the deliveries' River client, the evaluators and the sweep, until ctx
-// ends; then it stops them (running deliveries are cancelled and retried, here or on
-// another instance) and closes Done. Call it once.
+// Run starts the deliveries' River client, the evaluators and the sweep, until ctx ends; then it stops them (running deliveries are cancelled and
+// retried, here or on another instance) and returns. Call it once.
 func (s *Service) Run(ctx context.Context) {
-	defer close(s.done)
 	if err := s.load(ctx); err != nil && ctx.Err() == nil {
 		s.log.Warn("read watched variables; the sweep retries", "error", err.Error())
 	}
@@ -162,9 +159,6 @@ func (s *Service) startDeliveries(ctx context.Context) bool {
 		}
 	}
 }
-
-// Done is closed when Run has returned.
-func (s *Service) Done() <-chan struct{} { return s.done }
 
 // sweepLoop reloads the watched set when asked, and every Sweep queues the events
 // whose variable holds values newer than their last evaluation (a wake-up lost to a

@@ -40,7 +40,6 @@ type Pipeline struct {
 	metrics   *metrics.Metrics
 	log       *slog.Logger
 	moved     chan []string // last-value notifications of committed batches, for notifyLoop
-	done      chan struct{}
 }
 
 // PipelineConfig are the knobs of docs/operations.md.
@@ -99,7 +98,6 @@ func NewPipeline(store *Store, conf PipelineConfig, devices, variables cache.Opt
 		queue:     make(chan *job, conf.QueueDots), // every job holds ≥ 1 dot of room
 		room:      semaphore.NewWeighted(int64(conf.QueueDots)),
 		moved:     make(chan []string, movedQueue),
-		done:      make(chan struct{}),
 	}
 	inv.On("device", func(i cache.Invalidation) { p.devices.Invalidate(deviceKey{i.Account, i.Label}) })
 	inv.On("variable", func(i cache.Invalidation) { p.variables.Invalidate(variableKey{i.Device, i.Label}) })
@@ -312,7 +310,8 @@ func (p *Pipeline) submit(ctx context.Context, j *job) error {
 }
 
 // Run commits batches until ctx ends, then hands what is still queued back to its
-// callers to write alone. Call it once.
+// callers to write alone, and returns once the last notifications are sent. Call it
+// once.
 func (p *Pipeline) Run(ctx context.Context) {
 	finished := make(chan struct{}, p.conf.Committers)
 	for range p.conf.Committers {
@@ -333,7 +332,6 @@ func (p *Pipeline) Run(ctx context.Context) {
 	}
 	close(p.moved) // no committer is left to send on it
 	<-notified
-	close(p.done)
 }
 
 // movedQueue is how many committed batches' notifications may wait for notifyLoop;
@@ -362,9 +360,6 @@ func (p *Pipeline) notifyLoop() {
 		cancel()
 	}
 }
-
-// Done is closed when Run has returned.
-func (p *Pipeline) Done() <-chan struct{} { return p.done }
 
 // commitLoop takes the first job waiting, adds every job already queued behind it up
 // to BatchDots, and commits them. A batch therefore closes when it is full or when

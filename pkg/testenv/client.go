@@ -123,8 +123,8 @@ func (e *Env) Serve(t testing.TB, db *store.DB, cfg config.Config) *Client {
 }
 
 // ServeStoppable is Serve with a function that stops the instance before the test
-// ends, as a killed process would stop (its context cancelled: HTTP closed, the
-// pipeline, listener and event deliveries stopped); it returns once all have.
+// ends, as a killed process would stop (its context cancelled: HTTP closed, every
+// goroutine of the instance stopped); it returns once all have (Instance.Done).
 func (e *Env) ServeStoppable(t testing.TB, db *store.DB, cfg config.Config) (*Client, func()) {
 	t.Helper()
 	ctx, stop := context.WithCancel(context.Background())
@@ -135,7 +135,7 @@ func (e *Env) ServeStoppable(t testing.TB, db *store.DB, cfg config.Config) (*Cl
 	}
 	ts := httptest.NewServer(srv.Handler())
 	var once sync.Once
-	halt := func() { once.Do(func() { ts.Close(); stop(); <-srv.Ingest.Done(); <-srv.Events.Done() }) }
+	halt := func() { once.Do(func() { ts.Close(); stop(); <-srv.Done() }) }
 	t.Cleanup(halt)
 	for deadline := time.Now().Add(10 * time.Second); !srv.Listener.Healthy(); {
 		if time.Now().After(deadline) {
