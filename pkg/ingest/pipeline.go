@@ -83,9 +83,11 @@ type job struct {
 // errAlone tells a waiting caller that its batch failed: write the message alone.
 var errAlone = errors.New("batch failed: write alone")
 
-// Direct is a pipeline without queue or caches that writes every message as a batch
-// of one, in the caller's goroutine: for tools that write from one process
-// (`sensorapi load`, the benchmarks' floors). It needs no Run.
+// Direct is a pipeline without queue, caches or followers that writes every message
+// as a batch of one, in the caller's goroutine: for the benchmarks' data and floors.
+// Without followers its writes neither refuse synthetic variables nor reach their
+// dependents or events; a tool whose writes must (`sensorapi load`) writes through an
+// instance's pipeline (server.StartWriter). It needs no Run.
 func Direct(st *Store) *Pipeline { return &Pipeline{store: st, conf: PipelineConfig{BatchDots: 1}} }
 
 // NewPipeline wires the caches to invalidations; Run starts the committers.

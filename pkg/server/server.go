@@ -2,11 +2,13 @@
 // the database handles and replicas, the notification listener and the caches it
 // invalidates, the ingestion pipeline, and in front of them, side by side, the HTTP
 // API (pkg/api) and the MQTT broker (pkg/mqtt). `sensorapi serve` only calls Serve;
-// tests start an Instance on their own database with Start.
+// `sensorapi load` writes through an instance without either (StartWriter); tests
+// start an Instance on their own database with Start.
 package server
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"runtime/pprof"
 	"sync"
@@ -48,11 +50,24 @@ const HorizonTTL = 5 * time.Second
 // caches it invalidates, the ingestion pipeline and its followers (synthetic upkeep,
 // event evaluations and deliveries), the storage budget and the rollups' catch-up.
 // They stop when ctx ends; stop HTTP (and MQTT) first so that no message is queued
-// after the pipeline's committers return, and close the pool only once Done is. The
-// synthetic graph is read before it returns, so that the first write to a synthetic
-// variable is refused already.
+// after the pipeline's committers return, and close the pool only once Done is.
 func Start(ctx context.Context, db *store.DB, cfg config.Config, log *slog.Logger) (*Instance, error) {
-	in, err := build(db, cfg, log)
+	return start(ctx, db, cfg, log, true)
+}
+
+// StartWriter is Start for a process that only writes and then exits (`sensorapi
+// load`): the same pipeline and followers, so its writes mean what any write means,
+// but no event deliveries. Those are left in the queue that every serving instance
+// works (a delivery retried for hours needs a process that stays); Settle does the
+// rest of what the writes left to do before the process exits.
+func StartWriter(ctx context.Context, db *store.DB, cfg config.Config, log *slog.Logger) (*Instance, error) {
+	return start(ctx, db, cfg, log, false)
+}
+
+// start builds the instance, reads the synthetic graph (so that the first write to a
+// synthetic variable is refused already), then starts its goroutines.
+func start(ctx context.Context, db *store.DB, cfg config.Config, log *slog.Logger, deliver bool) (*Instance, error) {
+	in, err := build(db, cfg, log, deliver)
 	if err != nil {
 		return nil, err
 	}
@@ -65,7 +80,7 @@ func Start(ctx context.Context, db *store.DB, cfg config.Config, log *slog.Logge
 }
 
 // build makes the instance's parts and wires them; nothing runs yet.
-func build(db *store.DB, cfg config.Config, log *slog.Logger) (*Instance, error) {
+func build(db *store.DB, cfg config.Config, log *slog.Logger, deliver bool) (*Instance, error) {
 	in := &Instance{Server: &api.Server{DB: db, Config: cfg, Log: log, Metrics: metrics.New(db.Pool)}, done: make(chan struct{})}
 	replicas, err := store.NewReplicas(db, cfg.ReplicaURLs, cfg.ReplicaMaxLag, cfg.QueryTimeout, in.Metrics.Registry, log)
 	if err != nil {
@@ -88,7 +103,7 @@ func build(db *store.DB, cfg config.Config, log *slog.Logger) (*Instance, error)
 		in.Budget.Retention = &budget.SizeRetention{Size: cfg.Retention.Size,
 			Job: retention.Job{Pool: db.Pool, Metrics: in.Metrics, Log: log, Cache: in.Horizon}}
 	}
-	if err := in.buildWritePath(); err != nil {
+	if err := in.buildWritePath(deliver); err != nil {
 		replicas.Close()
 		return nil, err
 	}
@@ -99,8 +114,8 @@ func build(db *store.DB, cfg config.Config, log *slog.Logger) (*Instance, error)
 }
 
 // buildWritePath makes the ingestion pipeline and its followers: the synthetic upkeep
-// and the event service.
-func (in *Instance) buildWritePath() error {
+// and the event service (deliver: with its deliveries).
+func (in *Instance) buildWritePath(deliver bool) error {
 	in.Ingest = in.newPipeline()
 	in.Synthetic = synthetic.NewUpkeep(in.DB.Pool, in.Log, in.Metrics.Registry)
 	in.Ingest.Follow(in.Synthetic)
@@ -108,7 +123,8 @@ func (in *Instance) buildWritePath() error {
 	in.Listener.OnReset(in.Synthetic.Invalidated)
 	var err error
 	if in.Events, err = events.New(events.Deps{Pool: in.DB.Pool, Writer: in.Ingest, Invalidations: in.Invalidations,
-		Registry: in.Metrics.Registry, Log: in.Log, Config: in.Config.Events, QueryTimeout: in.Config.QueryTimeout}); err != nil {
+		Registry: in.Metrics.Registry, Log: in.Log, Config: in.Config.Events, QueryTimeout: in.Config.QueryTimeout,
+		Deliver: deliver}); err != nil {
 		return err
 	}
 	in.Ingest.Follow(in.Events)
@@ -185,4 +201,20 @@ func (in *Instance) StartMQTT(c config.MQTT) (*mqtt.Broker, error) {
 		return nil, err
 	}
 	return b, nil
+}
+
+// Settle does now, once the instance has stopped (Done), what its writes left to its
+// followers, for a process that exits next (`sensorapi load`): the synthetic
+// recomputes that are due, chains included, then the evaluations of the events behind
+// their variables' last values, which queue their deliveries. Left over are only
+// recomputes another instance is doing and ones that failed (logged, retried later by
+// any instance with backoff).
+func (in *Instance) Settle(ctx context.Context) error {
+	if err := in.Synthetic.Drain(ctx); err != nil {
+		return fmt.Errorf("synthetic recomputes: %w", err)
+	}
+	if err := in.Events.CatchUp(ctx); err != nil {
+		return fmt.Errorf("event evaluations: %w", err)
+	}
+	return nil
 }

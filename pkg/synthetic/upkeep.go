@@ -218,6 +218,22 @@ func (u *Upkeep) Run(ctx context.Context) {
 	}
 }
 
+// Drain recomputes the due to-do until none is left but what another instance is
+// recomputing and what failed (logged, postponed with backoff): for a process that
+// exits once its writes are done (`sensorapi load`), after Run has returned. An error
+// is one that kept it from taking to-do rows at all.
+func (u *Upkeep) Drain(ctx context.Context) error {
+	for {
+		did, err := u.Step(ctx)
+		if !did {
+			return err
+		}
+		if err != nil {
+			u.Log.Warn("synthetic variables: recompute failed; retried later", "error", err.Error())
+		}
+	}
+}
+
 // Reread rereads the graph when told to (Invalidated) and every reloadEvery, until
 // ctx ends.
 func (u *Upkeep) Reread(ctx context.Context) {
