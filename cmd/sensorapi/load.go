@@ -79,8 +79,9 @@ type target struct {
 }
 
 // loadTarget writes batches over HTTP, or in-process through an instance's pipeline
-// and followers (server.StartWriter), as `serve` writes them: each batch, a batch or
-// more of dots, in a transaction of its own.
+// and followers (server.StartWriter), as `serve` writes them: a batch of
+// SENSORAPI_INGEST_BATCH_DOTS dots or more (--batch: 5000) in a transaction of its
+// own, smaller ones queued together.
 func loadTarget(ctx context.Context, url, token, acct string) (target, error) {
 	if url != "" {
 		if token == "" {
@@ -104,6 +105,7 @@ func loadTarget(ctx context.Context, url, token, acct string) (target, error) {
 		return target{}, fmt.Errorf("load: account %q: %w", acct, err)
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	// the instance outlives ctx until the last send has returned (finish stops it)
 	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
 	in, err := server.StartWriter(bg, db, cfg, log)
 	if err != nil {
