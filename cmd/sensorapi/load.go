@@ -6,15 +6,17 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/sensordata/sensorapi/pkg/ingest"
+	"github.com/sensordata/sensorapi/pkg/config"
 	"github.com/sensordata/sensorapi/pkg/loadgen"
 	"github.com/sensordata/sensorapi/pkg/progress"
+	"github.com/sensordata/sensorapi/pkg/server"
 )
 
 func loadCmd(ctx context.Context, args []string) error {
@@ -37,6 +39,12 @@ func loadCmd(ctx context.Context, args []string) error {
 Writes a reproducible data set through the ingestion code: over HTTP to a running
 server (--url, --token), or in-process straight to DATABASE_URL. Prints progress lines.
 
+In-process, the writes go through the same pipeline and followers as serve's: a write
+to a synthetic variable is refused, and synthetic variables and events follow the
+values. Before it exits, load recomputes the synthetic variables its values made due
+(chains included) and evaluates the events behind their variables' last values; their
+deliveries stay queued for the serving instances, which run them.
+
 Examples:
   sensorapi load --url http://127.0.0.1:8080 --token $TOKEN --devices 2 --variables 3 --points 10000
   DATABASE_URL=postgres://... sensorapi load --points 10512000 --interval 3s   # a year at 3 s
@@ -53,40 +61,87 @@ Flags:
 		return fmt.Errorf("--start: %w", err)
 	}
 	spec.Start = t0
-	send, closeFn, err := loadSender(ctx, *url, *token, *acct)
+	dst, err := loadTarget(ctx, *url, *token, *acct)
 	if err != nil {
 		return err
 	}
-	defer closeFn()
-	return runLoad(ctx, spec, *conc, send, os.Stderr)
+	err = runLoad(ctx, spec, *conc, dst.send, os.Stderr)
+	return errors.Join(err, dst.finish(ctx, os.Stderr))
 }
 
 type sender func(ctx context.Context, b loadgen.Batch) error
 
-// loadSender writes batches over HTTP or in-process through the ingestion pipeline,
-// each batch in a transaction of its own (ingest.Direct).
-func loadSender(ctx context.Context, url, token, acct string) (sender, func(), error) {
+// target is where load writes: send writes a batch, finish (called once, after the
+// last) waits for what the writes left to do and lets go of the connections.
+type target struct {
+	send   sender
+	finish func(ctx context.Context, out io.Writer) error
+}
+
+// loadTarget writes batches over HTTP, or in-process through an instance's pipeline
+// and followers (server.StartWriter), as `serve` writes them: a batch of
+// SENSORAPI_INGEST_BATCH_DOTS dots or more (--batch: 5000) in a transaction of its
+// own, smaller ones queued together.
+func loadTarget(ctx context.Context, url, token, acct string) (target, error) {
 	if url != "" {
 		if token == "" {
-			return nil, nil, errors.New("load: --url needs --token (or SENSORAPI_TOKEN)")
+			return target{}, errors.New("load: --url needs --token (or SENSORAPI_TOKEN)")
 		}
 		client := &loadgen.Client{HTTP: &http.Client{Timeout: 5 * time.Minute}, URL: url, Token: token}
-		return client.PostBatch, func() {}, nil
+		return target{send: client.PostBatch, finish: func(context.Context, io.Writer) error { return nil }}, nil
 	}
+	cfg, err := config.FromEnv()
+	if err != nil {
+		return target{}, err
+	}
+	cfg.ReplicaURLs = nil // load reads nothing that a replica would serve
 	db, err := openMigrated(ctx)
 	if err != nil {
-		return nil, nil, err
+		return target{}, err
 	}
 	var account int64
 	if err := db.NewRaw("SELECT id FROM accounts WHERE name = ?", acct).Scan(ctx, &account); err != nil {
 		_ = db.Close()
-		return nil, nil, fmt.Errorf("load: account %q: %w", acct, err)
+		return target{}, fmt.Errorf("load: account %q: %w", acct, err)
 	}
-	pipeline := ingest.Direct(&ingest.Store{Pool: db.Pool})
-	return func(ctx context.Context, b loadgen.Batch) error {
-			return pipeline.ToDevice(ctx, account, b.Device, b.Dots)
-		},
-		func() { _ = db.Close() }, nil
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	// the instance outlives ctx until the last send has returned (finish stops it)
+	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
+	in, err := server.StartWriter(bg, db, cfg, log)
+	if err != nil {
+		stop()
+		_ = db.Close()
+		return target{}, fmt.Errorf("load: %w", err)
+	}
+	send := func(ctx context.Context, b loadgen.Batch) error {
+		if err := in.Ingest.ToDevice(ctx, account, b.Device, b.Dots); err != nil {
+			return fmt.Errorf("device %s: %w", b.Device, err)
+		}
+		return nil
+	}
+	finish := func(ctx context.Context, out io.Writer) error {
+		stop()
+		<-in.Done()
+		defer func() { _ = db.Close() }()
+		return settle(ctx, in, out)
+	}
+	return target{send: send, finish: finish}, nil
+}
+
+// settle waits, unless load was interrupted, for the synthetic recomputes and event
+// evaluations its writes queued (server.Instance.Settle); deliveries stay queued for
+// the serving instances.
+func settle(ctx context.Context, in *server.Instance, out io.Writer) error {
+	if ctx.Err() != nil {
+		return nil
+	}
+	rep := progress.New(out, "load", 2*time.Second)
+	rep.Begin("recomputing synthetic variables and evaluating events", nil)
+	defer rep.End()
+	if err := in.Settle(ctx); err != nil {
+		return fmt.Errorf("load: %w", err)
+	}
+	return nil
 }
 
 // runLoad sends batches with conc workers and prints a progress line every 2 s.

@@ -28,6 +28,9 @@ type Deps struct {
 	Log           *slog.Logger
 	Config        config.Events
 	QueryTimeout  time.Duration
+	// Deliver runs the deliveries beside the evaluations; without it they wait in the
+	// queue for an instance that does (a process that exits once it wrote).
+	Deliver bool
 }
 
 // settings are the service's configuration with defaults applied.
@@ -43,6 +46,7 @@ type Service struct {
 	writer  Writer
 	log     *slog.Logger
 	cfg     settings
+	deliver bool
 	river   *river.Client[pgx.Tx]
 	http    *http.Client
 	metrics *metrics
@@ -51,7 +55,6 @@ type Service struct {
 	reload  chan struct{}
 	shards  []*shard      // one per evaluator (memory.go)
 	epoch   atomic.Uint64 // moved when events change: the shards drop their entries
-	done    chan struct{}
 }
 
 // New builds the service: its River client (not started) and its metrics.
@@ -60,8 +63,8 @@ func New(d Deps) (*Service, error) {
 	if cfg.QueryTimeout <= 0 {
 		cfg.QueryTimeout = 30 * time.Second
 	}
-	s := &Service{pool: d.Pool, writer: d.Writer, log: d.Log, cfg: cfg, http: newHTTPClient(cfg.WebhookAllowPrivate),
-		reload: make(chan struct{}, 1), done: make(chan struct{})}
+	s := &Service{pool: d.Pool, writer: d.Writer, log: d.Log, cfg: cfg, deliver: d.Deliver,
+		http: newHTTPClient(cfg.WebhookAllowPrivate), reload: make(chan struct{}, 1)}
 	for range cfg.Evaluators {
 		s.shards = append(s.shards, newShard())
 	}
@@ -120,17 +123,18 @@ func (s *Service) Refresh(ctx context.Context) {
 	}
 }
 
-// Run starts the deliveries' River client, the evaluators and the sweep, until ctx
-// ends; then it stops them (running deliveries are cancelled and retried, here or on
-// another instance) and closes Done. Call it once.
+// Run starts the deliveries' River client (with Deps.Deliver), the evaluators and the
+// sweep, until ctx ends; then it stops them (running deliveries are cancelled and
+// retried, here or on another instance) and returns. Call it once.
 func (s *Service) Run(ctx context.Context) {
-	defer close(s.done)
 	if err := s.load(ctx); err != nil && ctx.Err() == nil {
 		s.log.Warn("read watched variables; the sweep retries", "error", err.Error())
 	}
 	var wg sync.WaitGroup
 	var started atomic.Bool
-	wg.Go(func() { started.Store(s.startDeliveries(ctx)) })
+	if s.deliver {
+		wg.Go(func() { started.Store(s.startDeliveries(ctx)) })
+	}
 	for _, sh := range s.shards {
 		wg.Go(func() { s.shardLoop(ctx, sh) })
 	}
@@ -162,9 +166,6 @@ func (s *Service) startDeliveries(ctx context.Context) bool {
 		}
 	}
 }
-
-// Done is closed when Run has returned.
-func (s *Service) Done() <-chan struct{} { return s.done }
 
 // sweepLoop reloads the watched set when asked, and every Sweep queues the events
 // whose variable holds values newer than their last evaluation (a wake-up lost to a

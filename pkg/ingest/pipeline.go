@@ -40,7 +40,6 @@ type Pipeline struct {
 	metrics   *metrics.Metrics
 	log       *slog.Logger
 	moved     chan []string // last-value notifications of committed batches, for notifyLoop
-	done      chan struct{}
 }
 
 // PipelineConfig are the knobs of docs/operations.md.
@@ -84,9 +83,11 @@ type job struct {
 // errAlone tells a waiting caller that its batch failed: write the message alone.
 var errAlone = errors.New("batch failed: write alone")
 
-// Direct is a pipeline without queue or caches that writes every message as a batch
-// of one, in the caller's goroutine: for tools that write from one process
-// (`sensorapi load`, the benchmarks' floors). It needs no Run.
+// Direct is a pipeline without queue, caches or followers that writes every message
+// as a batch of one, in the caller's goroutine: for the benchmarks' data and floors.
+// Without followers its writes neither refuse synthetic variables nor reach their
+// dependents or events; a tool whose writes must (`sensorapi load`) writes through an
+// instance's pipeline (server.StartWriter). It needs no Run.
 func Direct(st *Store) *Pipeline { return &Pipeline{store: st, conf: PipelineConfig{BatchDots: 1}} }
 
 // NewPipeline wires the caches to invalidations; Run starts the committers.
@@ -99,7 +100,6 @@ func NewPipeline(store *Store, conf PipelineConfig, devices, variables cache.Opt
 		queue:     make(chan *job, conf.QueueDots), // every job holds ≥ 1 dot of room
 		room:      semaphore.NewWeighted(int64(conf.QueueDots)),
 		moved:     make(chan []string, movedQueue),
-		done:      make(chan struct{}),
 	}
 	inv.On("device", func(i cache.Invalidation) { p.devices.Invalidate(deviceKey{i.Account, i.Label}) })
 	inv.On("variable", func(i cache.Invalidation) { p.variables.Invalidate(variableKey{i.Device, i.Label}) })
@@ -312,7 +312,8 @@ func (p *Pipeline) submit(ctx context.Context, j *job) error {
 }
 
 // Run commits batches until ctx ends, then hands what is still queued back to its
-// callers to write alone. Call it once.
+// callers to write alone, and returns once the last notifications are sent. Call it
+// once.
 func (p *Pipeline) Run(ctx context.Context) {
 	finished := make(chan struct{}, p.conf.Committers)
 	for range p.conf.Committers {
@@ -333,7 +334,6 @@ func (p *Pipeline) Run(ctx context.Context) {
 	}
 	close(p.moved) // no committer is left to send on it
 	<-notified
-	close(p.done)
 }
 
 // movedQueue is how many committed batches' notifications may wait for notifyLoop;
@@ -362,9 +362,6 @@ func (p *Pipeline) notifyLoop() {
 		cancel()
 	}
 }
-
-// Done is closed when Run has returned.
-func (p *Pipeline) Done() <-chan struct{} { return p.done }
 
 // commitLoop takes the first job waiting, adds every job already queued behind it up
 // to BatchDots, and commits them. A batch therefore closes when it is full or when

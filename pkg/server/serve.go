@@ -21,8 +21,8 @@ import (
 // migrates (waiting for a database that is still starting), bootstraps the admin
 // account (announce gets the token, or "" when none was made now: API.md §1), starts
 // the instance with its retention job, the MQTT broker and the HTTP listener, and on
-// the way out stops them in order: HTTP and MQTT first, then the pipeline, then the
-// pool.
+// the way out stops them in order: HTTP and MQTT first, then every goroutine of the
+// instance (pipeline, followers, background loops), then the pool.
 func Serve(ctx context.Context, cfg config.Config, log *slog.Logger, announce func(token string)) error {
 	db, err := openAndMigrate(ctx, cfg, log)
 	if err != nil {
@@ -34,26 +34,22 @@ func Serve(ctx context.Context, cfg config.Config, log *slog.Logger, announce fu
 		return err
 	}
 	announce(tok)
-	// The pipeline outlives ctx until HTTP has finished its requests (listen returns).
+	// The instance outlives ctx until HTTP has finished its requests (listen returns).
 	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
 	in, err := Start(bg, db, cfg, log)
 	if err != nil {
 		stop()
 		return err
 	}
-	defer func() { stop(); <-in.Ingest.Done(); <-in.Events.Done() }()
+	defer func() { stop(); <-in.Done() }() // every goroutine of it, before the pool closes
 	if r := cfg.Retention; r.Enabled() {
 		job := &retention.Job{Pool: db.Pool, Options: retention.Options{Raw: r.Raw, Rollups: r.Rollups},
 			Metrics: in.Metrics, Log: log, Cache: in.Horizon}
-		done := make(chan struct{})
-		go func() { defer close(done); job.Loop(bg, retention.Every) }()
-		defer func() { stop(); <-done }() // before the pool closes
+		in.spawn(bg, "retention", func(ctx context.Context) { job.Loop(ctx, retention.Every) })
 	}
 	if cfg.PackAfter > 0 {
 		packer := &storage.Packer{Store: &ingest.Store{Pool: db.Pool}, After: cfg.PackAfter, Log: log}
-		done := make(chan struct{})
-		go func() { defer close(done); packer.Loop(bg, storage.PackEvery) }()
-		defer func() { stop(); <-done }()
+		in.spawn(bg, "packer", func(ctx context.Context) { packer.Loop(ctx, storage.PackEvery) })
 	}
 	if cfg.MQTT.Addr != "" || cfg.MQTT.TLSAddr != "" {
 		broker, err := in.StartMQTT(cfg.MQTT)

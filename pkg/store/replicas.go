@@ -67,11 +67,14 @@ func NewReplicas(primary *DB, urls []string, maxLag, queryTimeout time.Duration,
 	return r, nil
 }
 
-// Run polls the replicas until ctx ends.
+// Run polls the replicas until ctx ends, then closes their pools once no poll runs.
 func (r *Replicas) Run(ctx context.Context) {
+	var polls sync.WaitGroup
 	for _, rep := range r.replicas {
-		go rep.poll(ctx, r.log)
+		polls.Go(func() { rep.poll(ctx, r.log) })
 	}
+	polls.Wait()
+	r.Close()
 }
 
 // Close closes the replicas' pools.

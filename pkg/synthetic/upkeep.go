@@ -80,7 +80,8 @@ func (u *Upkeep) Invalidated() {
 	}
 }
 
-// Load reads the graph of every account.
+// Load reads the graph of every account (Mark needs it: call it before the first
+// write).
 func (u *Upkeep) Load(ctx context.Context) error {
 	rows, err := u.Pool.Query(ctx, `SELECT s.variable_id, s.account_id, v.label, s.expression, s.inputs, s.positional
 		FROM synthetic_variables s JOIN variables v ON v.id = s.variable_id`)
@@ -191,14 +192,11 @@ const Poll = 500 * time.Millisecond
 // reloadEvery rereads the graph even without a notification.
 const reloadEvery = 30 * time.Second
 
-// Run loads the graph and works until ctx ends. The graph is reloaded beside the
-// worker, never behind a long run of recomputes: Mark must see a new definition's
-// inputs well within the settling recompute's delay.
+// Run works until ctx ends: it recomputes the due to-do when woken and every Poll.
+// Load the graph first; Reread keeps it current beside the worker, never behind a
+// long run of recomputes: Mark must see a new definition's inputs well within the
+// settling recompute's delay.
 func (u *Upkeep) Run(ctx context.Context) {
-	if err := u.Load(ctx); err != nil && ctx.Err() == nil {
-		u.Log.Warn("synthetic variables: graph not loaded", "error", err.Error())
-	}
-	go u.reloadLoop(ctx)
 	tick := time.NewTicker(Poll)
 	defer tick.Stop()
 	for {
@@ -220,8 +218,25 @@ func (u *Upkeep) Run(ctx context.Context) {
 	}
 }
 
-// reloadLoop rereads the graph when told to (Invalidated) and every reloadEvery.
-func (u *Upkeep) reloadLoop(ctx context.Context) {
+// Drain recomputes the due to-do until none is left but what another instance is
+// recomputing and what failed (logged, postponed with backoff): for a process that
+// exits once its writes are done (`sensorapi load`), after Run has returned. An error
+// is one that kept it from taking to-do rows at all.
+func (u *Upkeep) Drain(ctx context.Context) error {
+	for {
+		did, err := u.Step(ctx)
+		if !did {
+			return err
+		}
+		if err != nil {
+			u.Log.Warn("synthetic variables: recompute failed; retried later", "error", err.Error())
+		}
+	}
+}
+
+// Reread rereads the graph when told to (Invalidated) and every reloadEvery, until
+// ctx ends.
+func (u *Upkeep) Reread(ctx context.Context) {
 	reread := time.NewTicker(reloadEvery)
 	defer reread.Stop()
 	for {

@@ -125,8 +125,8 @@ func (e *Env) Serve(t testing.TB, db *store.DB, cfg config.Config) *Client {
 }
 
 // ServeStoppable is Serve with a function that stops the instance before the test
-// ends, as a killed process would stop (its context cancelled: HTTP closed, the
-// pipeline, listener and event deliveries stopped); it returns once all have.
+// ends, as a killed process would stop (its context cancelled: HTTP closed, every
+// goroutine of the instance stopped); it returns once all have (Instance.Done).
 func (e *Env) ServeStoppable(t testing.TB, db *store.DB, cfg config.Config) (*Client, func()) {
 	t.Helper()
 	srv, url, halt, err := e.Start(db, cfg)
@@ -149,7 +149,7 @@ func (e *Env) Start(db *store.DB, cfg config.Config) (srv *server.Instance, url 
 	}
 	ts := httptest.NewServer(srv.Handler())
 	var once sync.Once
-	stop = func() { once.Do(func() { ts.Close(); cancel(); <-srv.Ingest.Done(); <-srv.Events.Done() }) }
+	stop = func() { once.Do(func() { ts.Close(); cancel(); <-srv.Done() }) }
 	for deadline := time.Now().Add(10 * time.Second); !srv.Listener.Healthy(); {
 		if time.Now().After(deadline) {
 			stop()
