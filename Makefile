@@ -14,11 +14,7 @@ export GOFLAGS ?= -trimpath
 GO ?= go
 BIN := bin/sensorapi
 
-<<<<<<< HEAD
-.PHONY: run reset build test test-ha test-tools console-deps prepare vet lint lint-openapi bench bench-tiers bench-storage bench-fleet bench-mqtt fuzz fuzz-short loadtest image clean
-=======
-.PHONY: run reset build test test-race test-ha test-tools console-deps prepare vet lint bench bench-tiers bench-storage bench-fleet bench-mqtt fuzz fuzz-short loadtest image clean
->>>>>>> load-shutdown
+.PHONY: run reset build test test-race test-ha test-tools console-deps prepare vet lint lint-openapi bench bench-tiers bench-storage bench-fleet bench-mqtt fuzz fuzz-short loadtest image clean
 
 ## run: build and serve on :8080 (starts TimescaleDB itself without DATABASE_URL: the
 ## container $(DATA_VOLUME), stopped on exit and started again next time, with its data
