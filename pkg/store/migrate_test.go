@@ -48,8 +48,8 @@ func TestMigrationsConcurrent(t *testing.T) {
 	wg.Wait()
 	// env's sessions cached the dropped tables (TimescaleDB's hypertable cache answers
 	// "could not open relation with OID" from them): the tests after this one get new ones
-	env.DB.DB.SetMaxIdleConns(0)
-	env.DB.DB.SetMaxIdleConns(2)
+	env.DB.SetMaxIdleConns(0)
+	env.DB.SetMaxIdleConns(2)
 	env.DB.Pool.Reset()
 	total := 0
 	for i := range dbs {
