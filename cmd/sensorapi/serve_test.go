@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -323,18 +322,7 @@ func TestServeAndMigrateRefuseNotUTF8(t *testing.T) {
 	bin := buildBinary(t)
 	ctx := context.Background()
 	const name = "ascii_cli"
-	if _, err := env.DB.ExecContext(ctx, `CREATE DATABASE `+name+` ENCODING 'SQL_ASCII' TEMPLATE template0`); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_, _ = env.DB.ExecContext(context.Background(), `DROP DATABASE IF EXISTS `+name+` WITH (FORCE)`)
-	})
-	u, err := url.Parse(env.DSN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.Path = "/" + name
-	dsn := u.String()
+	dsn := env.SQLASCIIDatabase(t, name)
 	for _, sub := range []string{"migrate", "serve"} {
 		// serve would retry for two minutes if it took this for a database still starting
 		cctx, cancel := context.WithTimeout(ctx, 60*time.Second)

@@ -3,7 +3,6 @@ package store_test
 import (
 	"context"
 	"errors"
-	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -89,30 +88,11 @@ func TestValuesIsHypertableWithUniqueIndex(t *testing.T) {
 	}
 }
 
-// sqlASCIIDatabase creates a database encoded SQL_ASCII on the test server (dropped when
-// the test ends) and returns its DSN.
-func sqlASCIIDatabase(t *testing.T, name string) string {
-	t.Helper()
-	ctx := context.Background()
-	if _, err := env.DB.ExecContext(ctx, `CREATE DATABASE `+name+` ENCODING 'SQL_ASCII' TEMPLATE template0`); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_, _ = env.DB.ExecContext(context.Background(), `DROP DATABASE IF EXISTS `+name+` WITH (FORCE)`)
-	})
-	u, err := url.Parse(env.DSN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.Path = "/" + name
-	return u.String()
-}
-
 // TestMigrateRefusesNotUTF8: a database encoded SQL_ASCII is refused before anything
 // is migrated, with the statement that creates one in UTF8.
 func TestMigrateRefusesNotUTF8(t *testing.T) {
 	ctx := context.Background()
-	db, err := store.Open(ctx, sqlASCIIDatabase(t, "ascii_migrate"), 0)
+	db, err := store.Open(ctx, env.SQLASCIIDatabase(t, "ascii_migrate"), 0)
 	if err != nil {
 		t.Fatal(err)
 	}

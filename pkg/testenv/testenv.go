@@ -225,3 +225,22 @@ func Eventually(t testing.TB, what string, cond func() bool) {
 		}
 	}
 }
+
+// SQLASCIIDatabase creates a database encoded SQL_ASCII (what initdb gives without a
+// locale) on the test server, dropped when the test ends, and returns its DSN.
+func (e *Env) SQLASCIIDatabase(t testing.TB, name string) string {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := e.DB.ExecContext(ctx, `CREATE DATABASE `+name+` ENCODING 'SQL_ASCII' TEMPLATE template0`); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = e.DB.ExecContext(context.Background(), `DROP DATABASE IF EXISTS `+name+` WITH (FORCE)`)
+	})
+	u, err := url.Parse(e.DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Path = "/" + name
+	return u.String()
+}
