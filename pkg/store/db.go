@@ -3,7 +3,6 @@
 package store
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -48,7 +47,7 @@ func open(ctx context.Context, dsn string, queryTimeout time.Duration, name stri
 	if cfg.ConnConfig.ValidateConnect == nil && multiHost(cfg.ConnConfig.Config) {
 		cfg.ConnConfig.ValidateConnect = role
 	}
-	bound(cfg, queryTimeout)
+	bound(cfg)
 	if queryTimeout > 0 {
 		cfg.ConnConfig.RuntimeParams["statement_timeout"] = strconv.FormatInt(queryTimeout.Milliseconds(), 10)
 	}
@@ -73,21 +72,24 @@ func open(ctx context.Context, dsn string, queryTimeout time.Duration, name stri
 }
 
 // dialTimeout is how long reaching the server's port may take: an unreachable database
-// gives a quick 503, not a hung request.
-const dialTimeout = 3 * time.Second
+// gives a quick 503, not a hung request. startupTimeout bounds what follows
+// (authentication, a backend forked, TimescaleDB loaded) unless the DSN sets
+// connect_timeout: a server that answers but is busy, e.g. a burst of new requests
+// opening many connections at once on a loaded machine, is slow, not down (with the
+// whole connect bounded by 3 s, such bursts answered 503 and writes did not resume after
+// a restart on a loaded 2-core machine). It is not the query timeout: a handle with a
+// short statement timeout must still be able to connect.
+const (
+	dialTimeout    = 3 * time.Second
+	startupTimeout = 30 * time.Second
+)
 
-// bound sets how long a new connection may take. Reaching the server is bounded by
-// dialTimeout; the startup that follows (authentication, a backend forked, TimescaleDB
-// loaded) by the query timeout, as a statement is (30 s without one), unless the DSN
-// sets connect_timeout: a server that answers but is busy, e.g. a burst of new
-// requests opening many connections at once on a loaded machine, is slow, not down
-// (with the whole connect bounded by 3 s, such bursts answered 503 and writes did not
-// resume after a restart on a loaded 2-core machine).
-func bound(cfg *pgxpool.Config, queryTimeout time.Duration) {
+// bound sets how long a new connection may take (dialTimeout, startupTimeout).
+func bound(cfg *pgxpool.Config) {
 	d := &net.Dialer{Timeout: dialTimeout, KeepAlive: 5 * time.Minute} // pgconn's default keep-alive
 	cfg.ConnConfig.DialFunc = d.DialContext
 	if cfg.ConnConfig.ConnectTimeout == 0 {
-		cfg.ConnConfig.ConnectTimeout = cmp.Or(queryTimeout, 30*time.Second)
+		cfg.ConnConfig.ConnectTimeout = startupTimeout
 	}
 }
 
