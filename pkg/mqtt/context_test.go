@@ -11,6 +11,8 @@ import (
 
 	paho "github.com/eclipse/paho.mqtt.golang"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/sensordata/sensorapi/pkg/testenv"
 )
 
 // unstorable are payloads whose context PostgreSQL's jsonb refuses, with a data
@@ -173,7 +175,7 @@ func TestContextUnicodeOverMQTT(t *testing.T) {
 		if err := json.Unmarshal([]byte(m.payload), &d); err != nil || !reflect.DeepEqual(d.Context, want) {
 			t.Fatalf("delivered %s, want context %s", m.payload, ctx)
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(testenv.Patience):
 		t.Fatal("no delivery of the new dot")
 	}
 }

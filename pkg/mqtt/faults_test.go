@@ -249,8 +249,8 @@ func runFault(t *testing.T, in instance, px *testenv.Proxy, prefix string, fault
 	go func() { wg.Wait(); close(finished) }()
 	select {
 	case <-finished:
-	case <-time.After(20 * time.Second):
-		t.Fatal("writers still waiting for an acknowledgement 20 s after the fault ended")
+	case <-time.After(testenv.Patience):
+		t.Fatalf("writers still waiting for an acknowledgement %v after the fault ended", testenv.Patience)
 	}
 
 	stored := storedDots(t, tok)

@@ -160,7 +160,7 @@ func TestOversizedPacketClosesConnection(t *testing.T) {
 	c.Publish("v1.6/devices/big/t", 1, false, big)
 	select {
 	case <-lost:
-	case <-time.After(10 * time.Second):
+	case <-time.After(testenv.Patience):
 		t.Fatal("the connection stayed open after a 2 MiB packet")
 	}
 	if v := values(t, in.http.As(tok), "big", "t"); len(v) != 0 {

@@ -240,7 +240,7 @@ func TestDeliveryOfEveryWritePath(t *testing.T) {
 			got.Context["a"] != big || got.Context["b"] != big {
 			t.Fatalf("large context delivered as %.200s (%v)", m.payload, err)
 		}
-	case <-time.After(2 * time.Second):
+	case <-time.After(testenv.Patience):
 		t.Fatal("no delivery of the value with a large context")
 	}
 }
