@@ -97,7 +97,7 @@ test-race: prepare
 FAILOVERS ?= 2
 test-ha:
 	$(GO) run ./testcontainers/prepare -ha
-	SENSORAPI_TEST_HA=1 SENSORAPI_FAILOVERS=$(FAILOVERS) $(GO) test -count=1 -timeout 20m -v -run '^TestFailover$$' ./pkg/failover
+	SENSORAPI_TEST_HA=1 SENSORAPI_FAILOVERS=$(FAILOVERS) $(GO) test -count=1 -timeout 20m -v -run '^TestFailover$$' ./pkg/store
 
 ## bench: ingestion, statistics and resample through the real server, next to their floors,
 ## and the tiers workload (bench-tiers)

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sensordata/sensorapi/pkg/testenv"
+	"github.com/sensordata/sensorapi/testcontainers/testenv"
 )
 
 // TestCompilePrintsRunnableSQL: the printed statement runs as is and resolves the

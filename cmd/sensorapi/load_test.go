@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/sensordata/sensorapi/pkg/auth"
-	"github.com/sensordata/sensorapi/pkg/testenv"
+	"github.com/sensordata/sensorapi/testcontainers/testenv"
 )
 
 // TestLoadWritesThroughFollowers: `sensorapi load` without --url writes as `serve`

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/sensordata/sensorapi/pkg/retention"
-	"github.com/sensordata/sensorapi/pkg/testenv"
+	"github.com/sensordata/sensorapi/testcontainers/testenv"
 )
 
 // TestRetentionRun: `sensorapi retention run` through the real binary drops the chunks

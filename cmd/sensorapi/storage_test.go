@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sensordata/sensorapi/pkg/testenv"
+	"github.com/sensordata/sensorapi/testcontainers/testenv"
 )
 
 // TestStoragePack: `sensorapi storage pack` packs the days past the window and says

@@ -13,7 +13,7 @@ import (
 
 	paho "github.com/eclipse/paho.mqtt.golang"
 
-	"github.com/sensordata/sensorapi/pkg/benchharness"
+	"github.com/sensordata/sensorapi/cmd/internal/benchharness"
 	"github.com/sensordata/sensorapi/pkg/ingest"
 	"github.com/sensordata/sensorapi/pkg/loadgen"
 )

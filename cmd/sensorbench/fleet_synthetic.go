@@ -8,7 +8,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/sensordata/sensorapi/pkg/benchharness"
+	"github.com/sensordata/sensorapi/cmd/internal/benchharness"
 	"github.com/sensordata/sensorapi/pkg/loadgen"
 )
 

@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/sensordata/sensorapi/pkg/benchharness"
+	"github.com/sensordata/sensorapi/cmd/internal/benchharness"
 )
 
 func main() {

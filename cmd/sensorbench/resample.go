@@ -6,8 +6,8 @@ import (
 	"math"
 	"time"
 
+	"github.com/sensordata/sensorapi/cmd/internal/benchharness"
 	"github.com/sensordata/sensorapi/pkg/analytics"
-	"github.com/sensordata/sensorapi/pkg/benchharness"
 	"github.com/sensordata/sensorapi/querybuilder"
 )
 

@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/sensordata/sensorapi/cmd/internal/benchharness"
 	"github.com/sensordata/sensorapi/pkg/analytics"
-	"github.com/sensordata/sensorapi/pkg/benchharness"
 	"github.com/sensordata/sensorapi/querybuilder"
 )
 

@@ -16,7 +16,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sensordata/sensorapi/pkg/benchharness"
+	"github.com/sensordata/sensorapi/cmd/internal/benchharness"
 	"github.com/sensordata/sensorapi/pkg/config"
 	"github.com/sensordata/sensorapi/pkg/ingest"
 	"github.com/sensordata/sensorapi/pkg/storage"

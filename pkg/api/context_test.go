@@ -13,8 +13,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/sensordata/sensorapi/pkg/apierr"
-	"github.com/sensordata/sensorapi/pkg/testenv"
 	"github.com/sensordata/sensorapi/pkg/validate"
+	"github.com/sensordata/sensorapi/testcontainers/testenv"
 )
 
 // unstorable are contexts that encoding/json accepts and PostgreSQL's jsonb refuses

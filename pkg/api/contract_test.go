@@ -14,7 +14,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 
 	"github.com/sensordata/sensorapi/pkg/openapi"
-	"github.com/sensordata/sensorapi/pkg/testenv"
+	"github.com/sensordata/sensorapi/testcontainers/testenv"
 )
 
 // contractBodyLimit is the body limit of the contract's server: small, so that the 413

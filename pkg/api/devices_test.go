@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sensordata/sensorapi/pkg/testenv"
+	"github.com/sensordata/sensorapi/testcontainers/testenv"
 )
 
 const devicesPath = "/api/v2.0/devices"

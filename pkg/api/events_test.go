@@ -23,7 +23,7 @@ import (
 	"github.com/sensordata/sensorapi/pkg/events"
 	"github.com/sensordata/sensorapi/pkg/ingest"
 	"github.com/sensordata/sensorapi/pkg/store"
-	"github.com/sensordata/sensorapi/pkg/testenv"
+	"github.com/sensordata/sensorapi/testcontainers/testenv"
 )
 
 // eventConfig is the test server's configuration for events: webhooks to the test's

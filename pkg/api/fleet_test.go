@@ -14,7 +14,7 @@ import (
 	"github.com/sensordata/sensorapi/pkg/config"
 	"github.com/sensordata/sensorapi/pkg/ingest"
 	"github.com/sensordata/sensorapi/pkg/notify"
-	"github.com/sensordata/sensorapi/pkg/testenv"
+	"github.com/sensordata/sensorapi/testcontainers/testenv"
 )
 
 // batchStats reads the batch-size histogram: how many batches committed and how many

@@ -14,8 +14,8 @@ import (
 	paho "github.com/eclipse/paho.mqtt.golang"
 
 	"github.com/sensordata/sensorapi/pkg/config"
-	"github.com/sensordata/sensorapi/pkg/testenv"
 	"github.com/sensordata/sensorapi/testcontainers"
+	"github.com/sensordata/sensorapi/testcontainers/testenv"
 )
 
 // The full-disk tests put PostgreSQL's data directory (WAL included) on a tmpfs of

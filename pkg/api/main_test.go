@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sensordata/sensorapi/pkg/testenv"
+	"github.com/sensordata/sensorapi/testcontainers/testenv"
 )
 
 var env *testenv.Env

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/sensordata/sensorapi/pkg/openapi"
-	"github.com/sensordata/sensorapi/pkg/testenv"
+	"github.com/sensordata/sensorapi/testcontainers/testenv"
 )
 
 // GET /openapi.json serves the embedded document as JSON, without a token.

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sensordata/sensorapi/pkg/testenv"
+	"github.com/sensordata/sensorapi/testcontainers/testenv"
 )
 
 func createOrganization(t *testing.T, c *testenv.Client, body map[string]any) map[string]any {

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/sensordata/sensorapi/pkg/store"
-	"github.com/sensordata/sensorapi/pkg/testenv"
+	"github.com/sensordata/sensorapi/testcontainers/testenv"
 )
 
 // TestDatabaseOutage stops the database under a running server: data routes and

@@ -12,8 +12,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/sensordata/sensorapi/pkg/testenv"
 	"github.com/sensordata/sensorapi/testcontainers"
+	"github.com/sensordata/sensorapi/testcontainers/testenv"
 )
 
 // replicated is a service on a primary with one streaming replica (API.md §15).

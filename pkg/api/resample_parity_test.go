@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sensordata/sensorapi/pkg/testenv"
+	"github.com/sensordata/sensorapi/testcontainers/testenv"
 )
 
 // parityFixture is testdata/parity/fixtures.json, written by gen.py with pandas.

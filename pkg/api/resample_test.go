@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sensordata/sensorapi/pkg/testenv"
+	"github.com/sensordata/sensorapi/testcontainers/testenv"
 )
 
 const (

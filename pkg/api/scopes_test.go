@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sensordata/sensorapi/pkg/testenv"
+	"github.com/sensordata/sensorapi/testcontainers/testenv"
 )
 
 // scoped is an account with a device of its own, another device, and one token of

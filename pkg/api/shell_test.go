@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sensordata/sensorapi/pkg/testenv"
+	"github.com/sensordata/sensorapi/testcontainers/testenv"
 )
 
 const (

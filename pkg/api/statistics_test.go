@@ -13,7 +13,7 @@ import (
 
 	"github.com/sensordata/sensorapi/pkg/model"
 	"github.com/sensordata/sensorapi/pkg/store"
-	"github.com/sensordata/sensorapi/pkg/testenv"
+	"github.com/sensordata/sensorapi/testcontainers/testenv"
 )
 
 const statsPath = "/api/v2.0/data/statistics/"

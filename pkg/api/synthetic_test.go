@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sensordata/sensorapi/pkg/testenv"
+	"github.com/sensordata/sensorapi/testcontainers/testenv"
 )
 
 // syntheticValues reads a variable's stored values (all of them, oldest first) as

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/sensordata/sensorapi/pkg/ingest"
-	"github.com/sensordata/sensorapi/pkg/testenv"
+	"github.com/sensordata/sensorapi/testcontainers/testenv"
 )
 
 // The acceptance property test of the analytics (E7 statistics, E8 resample, E9

@@ -16,9 +16,9 @@ import (
 	an "github.com/sensordata/sensorapi/pkg/analytics"
 	"github.com/sensordata/sensorapi/pkg/ingest"
 	"github.com/sensordata/sensorapi/pkg/store"
-	"github.com/sensordata/sensorapi/pkg/testenv"
 	"github.com/sensordata/sensorapi/pkg/tiers"
 	"github.com/sensordata/sensorapi/querybuilder"
+	"github.com/sensordata/sensorapi/testcontainers/testenv"
 )
 
 // rollupDrift counts the (variable, tile) pairs, in every tier, where the tier differs

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/sensordata/sensorapi/pkg/testenv"
+	"github.com/sensordata/sensorapi/testcontainers/testenv"
 )
 
 // variableID reads the public id of a device's variable straight from the tables.

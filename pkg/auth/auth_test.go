@@ -11,7 +11,7 @@ import (
 	"github.com/sensordata/sensorapi/pkg/auth"
 	"github.com/sensordata/sensorapi/pkg/model"
 	"github.com/sensordata/sensorapi/pkg/store"
-	"github.com/sensordata/sensorapi/pkg/testenv"
+	"github.com/sensordata/sensorapi/testcontainers/testenv"
 )
 
 var env *testenv.Env

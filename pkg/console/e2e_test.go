@@ -17,7 +17,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/sensordata/sensorapi/pkg/analytics"
-	"github.com/sensordata/sensorapi/pkg/testenv"
+	"github.com/sensordata/sensorapi/testcontainers/testenv"
 )
 
 var env *testenv.Env

@@ -12,7 +12,7 @@ import (
 	paho "github.com/eclipse/paho.mqtt.golang"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/sensordata/sensorapi/pkg/testenv"
+	"github.com/sensordata/sensorapi/testcontainers/testenv"
 )
 
 // unstorable are payloads whose context PostgreSQL's jsonb refuses, with a data

@@ -14,7 +14,7 @@ import (
 
 	"github.com/mochi-mqtt/server/v2/packets"
 
-	"github.com/sensordata/sensorapi/pkg/testenv"
+	"github.com/sensordata/sensorapi/testcontainers/testenv"
 )
 
 // TestTCPFaults puts a TCP fault proxy (toxiproxy) between one running service and

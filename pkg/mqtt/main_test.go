@@ -12,7 +12,7 @@ import (
 	paho "github.com/eclipse/paho.mqtt.golang"
 
 	"github.com/sensordata/sensorapi/pkg/config"
-	"github.com/sensordata/sensorapi/pkg/testenv"
+	"github.com/sensordata/sensorapi/testcontainers/testenv"
 )
 
 var env *testenv.Env

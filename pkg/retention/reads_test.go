@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sensordata/sensorapi/pkg/testenv"
+	"github.com/sensordata/sensorapi/testcontainers/testenv"
 )
 
 // acrossAggs are the aggregations the tiers answer before the raw horizon (API.md §16).

@@ -13,8 +13,8 @@ import (
 
 	"github.com/sensordata/sensorapi/pkg/metrics"
 	"github.com/sensordata/sensorapi/pkg/retention"
-	"github.com/sensordata/sensorapi/pkg/testenv"
 	"github.com/sensordata/sensorapi/pkg/tiers"
+	"github.com/sensordata/sensorapi/testcontainers/testenv"
 )
 
 var env *testenv.Env

@@ -21,7 +21,7 @@ import (
 
 	"github.com/sensordata/sensorapi/pkg/server"
 	"github.com/sensordata/sensorapi/pkg/store"
-	"github.com/sensordata/sensorapi/pkg/testenv"
+	"github.com/sensordata/sensorapi/testcontainers/testenv"
 )
 
 var env *testenv.Env

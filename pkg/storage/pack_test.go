@@ -12,7 +12,7 @@ import (
 
 	"github.com/sensordata/sensorapi/pkg/ingest"
 	"github.com/sensordata/sensorapi/pkg/storage"
-	"github.com/sensordata/sensorapi/pkg/testenv"
+	"github.com/sensordata/sensorapi/testcontainers/testenv"
 )
 
 const (

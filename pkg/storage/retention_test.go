@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/sensordata/sensorapi/pkg/retention"
-	"github.com/sensordata/sensorapi/pkg/testenv"
+	"github.com/sensordata/sensorapi/testcontainers/testenv"
 )
 
 // TestRetentionOfPackedDays: retention drops the chunks of packed days as it drops

@@ -58,7 +58,7 @@ func open(ctx context.Context, dsn string, queryTimeout time.Duration, name stri
 	// A context that ends closes the connection (pgx's default ContextWatcherHandler)
 	// rather than sending a cancel request: PostgreSQL answers a cancelled wait for the
 	// synchronous standby with a successful COMMIT and a WARNING, which would
-	// acknowledge a write the standby may not hold (API.md §19, pkg/failover).
+	// acknowledge a write the standby may not hold (API.md §19, TestFailover).
 	cfg.MaxConns = 32
 	cfg.HealthCheckPeriod = 5 * time.Second
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)

@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/sensordata/sensorapi/pkg/store"
-	"github.com/sensordata/sensorapi/pkg/testenv"
 	migrations "github.com/sensordata/sensorapi/sql"
+	"github.com/sensordata/sensorapi/testcontainers/testenv"
 )
 
 var env *testenv.Env

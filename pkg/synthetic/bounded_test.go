@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sensordata/sensorapi/pkg/synthetic"
-	"github.com/sensordata/sensorapi/pkg/testenv"
+	"github.com/sensordata/sensorapi/testcontainers/testenv"
 )
 
 // TestRecomputeReadsNearTheChange: a live recompute is bounded by the change, not by

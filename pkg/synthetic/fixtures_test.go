@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/sensordata/sensorapi/pkg/synthetic"
-	"github.com/sensordata/sensorapi/pkg/testenv"
+	"github.com/sensordata/sensorapi/testcontainers/testenv"
 )
 
 // fixtures is testdata/fixtures.json, written by gen.py with pandas.

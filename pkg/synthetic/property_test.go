@@ -11,7 +11,7 @@ import (
 	"github.com/sensordata/sensorapi/pkg/ingest"
 	"github.com/sensordata/sensorapi/pkg/storage"
 	"github.com/sensordata/sensorapi/pkg/synthetic"
-	"github.com/sensordata/sensorapi/pkg/testenv"
+	"github.com/sensordata/sensorapi/testcontainers/testenv"
 )
 
 // TestPropertyTwoInstances drives a DAG of four synthetic variables over two raw

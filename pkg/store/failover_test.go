@@ -1,4 +1,8 @@
-package failover_test
+// TestFailover (issue 30, API.md §19): the service on a Patroni pair whose primary is
+// killed under HTTP and MQTT writers (make test-ha). What it tests is mostly here:
+// multi-host DATABASE_URL finding the primary, the replicas' pools; and the LISTEN
+// connection (pkg/notify) and MQTT subscribers that must follow the new primary.
+package store_test
 
 import (
 	"context"
@@ -22,8 +26,8 @@ import (
 	"github.com/sensordata/sensorapi/pkg/config"
 	"github.com/sensordata/sensorapi/pkg/retention"
 	"github.com/sensordata/sensorapi/pkg/store"
-	"github.com/sensordata/sensorapi/pkg/testenv"
 	"github.com/sensordata/sensorapi/testcontainers"
+	"github.com/sensordata/sensorapi/testcontainers/testenv"
 )
 
 // HAEnv names the variable under which TestFailover runs: make test-ha sets it.
@@ -568,10 +572,10 @@ func roleByDefault(t *testing.T, cl *testcontainers.Cluster, e *testenv.Env, db 
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer replicas.Close()
 	rctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	replicas.Run(rctx)
+	ran := make(chan struct{})
+	go func() { defer close(ran); replicas.Run(rctx) }() // Run closes the replicas when rctx ends
+	defer func() { cancel(); <-ran }()
 	for deadline := time.Now().Add(5 * time.Second); !replicas.Status()[0]["up"].(bool); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("DATABASE_REPLICA_URL=%s: the replica is not up: %v", dsn, replicas.Status())
