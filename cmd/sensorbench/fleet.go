@@ -125,6 +125,10 @@ func fleetSide(ctx context.Context, h *benchharness.Harness, d time.Duration, f 
 	case fleetEvents > 0:
 		return fleetSideEvents(ctx, h, d, f, ceil, name, mk)
 	}
+	cold, err := coldSide(ctx, h, d, name, mk)
+	if err != nil {
+		return err
+	}
 	acct, tok, err := newFleetAccount(ctx, h, "fleet_"+name)
 	if err != nil {
 		return err
@@ -151,17 +155,36 @@ func fleetSide(ctx context.Context, h *benchharness.Harness, d time.Duration, f 
 		name, res.rate()/f.naive.rate(), res.rate()/f.path.rate(), 100*res.rate()/top.rate())
 	fmt.Printf("  server peak RSS %.0f MiB   WAL %.0f B/message\n", peak,
 		float64(walAfter-walBefore)/float64(max(res.messages, 1)))
-	return checkStored(ctx, h, name, acct, res)
+	fmt.Printf("  %s fresh account / established: %.2f×   p99 %.1f ms / %.1f ms\n", name,
+		cold.rate()/res.rate(), ms(cold.quantile(0.99)), ms(res.quantile(0.99)))
+	return checkStored(ctx, h, name, acct, res, fleetDevices)
 }
 
-// checkStored fails when the account does not hold every acknowledged dot of res (and
-// the warm-up messages).
-func checkStored(ctx context.Context, h *benchharness.Harness, name string, acct int64, res *fleetResult) error {
+// coldSide runs a side on a fresh account from its first message: the measured
+// messages create its devices and variables, as when a new fleet first connects (an
+// operator's first look at the product). The established side that follows runs on
+// devices that exist already.
+func coldSide(ctx context.Context, h *benchharness.Harness, d time.Duration, name string, mk sender) (*fleetResult, error) {
+	acct, tok, err := h.NewAccount(ctx, "fleet_"+name+"_fresh")
+	if err != nil {
+		return nil, err
+	}
+	res, _, _, err := runSide(ctx, h, d, mk, h.URL, h.MQTT, tok)
+	if err != nil {
+		return nil, err
+	}
+	printFleet("  fresh account, from its first message", res)
+	return res, checkStored(ctx, h, name+" fresh", acct, res, 0)
+}
+
+// checkStored fails when the account does not hold every acknowledged dot of res and
+// of its warm-up messages (one per device of warmed devices).
+func checkStored(ctx context.Context, h *benchharness.Harness, name string, acct int64, res *fleetResult, warmed int) error {
 	stored, err := storedDots(ctx, h, acct)
 	if err != nil {
 		return err
 	}
-	stored -= int64(fleetDevices * len(fleetVariables)) // the warm-up messages
+	stored -= int64(warmed * len(fleetVariables))
 	acked := res.messages * int64(len(fleetVariables))
 	fmt.Printf("  %s: dots stored %d, acknowledged %d\n", name, stored, acked)
 	if stored != acked {

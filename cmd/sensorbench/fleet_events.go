@@ -176,8 +176,8 @@ func fleetSideEvents(ctx context.Context, h *benchharness.Harness, d time.Durati
 	p50, p99 := rcv.latency()
 	fmt.Printf("  with events / without: %.3f (%+.1f%%; target within 10%%)   webhooks received %d (write → webhook p50 %v, p99 %v; target p99 ≤ 1 s)   server peak RSS %.0f MiB\n",
 		ratio, 100*(ratio-1), rcv.hits.Load(), p50.Round(time.Millisecond), p99.Round(time.Millisecond), peak)
-	if err := checkStored(ctx, h, name+" without events", plainAcct, &plain.res); err != nil {
+	if err := checkStored(ctx, h, name+" without events", plainAcct, &plain.res, fleetDevices); err != nil {
 		return err
 	}
-	return checkStored(ctx, h, name+" with events", evAcct, &withEvents.res)
+	return checkStored(ctx, h, name+" with events", evAcct, &withEvents.res, fleetDevices)
 }
