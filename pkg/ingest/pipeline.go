@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -39,7 +40,9 @@ type Pipeline struct {
 	room      *semaphore.Weighted // dots queued or being committed
 	metrics   *metrics.Metrics
 	log       *slog.Logger
-	moved     chan []string // last-value notifications of committed batches, for notifyLoop
+	moved     chan []string // last-value notifications of committed writes, for notifyLoop
+	movedMu   sync.RWMutex  // held to send on moved; Run closes moved under it
+	stopped   bool          // moved is closed: writers notify themselves
 }
 
 // PipelineConfig are the knobs of docs/operations.md.
@@ -141,8 +144,8 @@ func (p *Pipeline) ToDevice(ctx context.Context, account int64, device string, d
 	switch {
 	case err != nil:
 		return err
-	case !ok: // something to create, or a disabled device (423): its own transaction decides
-		return p.writeAlone(ctx, inTx)
+	case !ok: // something to create: in the batch's transaction, as a new fleet's first messages come together
+		return p.submit(ctx, &job{dots: len(dots), resolve: inTx, retry: inTx})
 	}
 	return p.submit(ctx, &job{dots: len(rows), resolve: resolved(rows, t), retry: inTx})
 }
@@ -224,8 +227,9 @@ func (p *Pipeline) checkHorizon(ctx context.Context, dots []Dot) error {
 func (p *Pipeline) alone(dots []Dot) bool { return len(dots) == 0 || len(dots) >= p.conf.BatchDots }
 
 // resolveLabels maps the device label and the dots' variable labels to keys, from the
-// caches or with one read that fills them. ok is false when the device is missing or
-// disabled, or a variable is missing.
+// caches or with one read that fills them. ok is false when the device or a variable is
+// missing; a disabled device is its error (423), answered without a transaction (in a
+// batch it would fail its batch-mates' write, every time it sends).
 func (p *Pipeline) resolveLabels(ctx context.Context, account int64, device string, dots []Dot) ([]row, targets, bool, error) {
 	labels := variableLabels(dots)
 	ids := make(map[string]int64, len(labels))
@@ -250,24 +254,28 @@ func (p *Pipeline) resolveLabels(ctx context.Context, account int64, device stri
 	return deviceRows(dots, ids), newTargets(ref{dev, device}, ids), true, nil
 }
 
-// lookup reads an active device and those of its variables that carry the labels into
-// ids, and caches what it found.
+// lookup reads a device and those of its variables that carry the labels into ids, and
+// caches what it found; a disabled device is apierr.DeviceDisabled.
 func (p *Pipeline) lookup(ctx context.Context, account int64, device string, labels []string,
 	ids map[string]int64) (int64, bool, error) {
 	dgen, vgen := p.devices.Begin(), p.variables.Begin()
-	rows, err := p.store.Pool.Query(ctx, `SELECT d.id, v.id, v.label
+	rows, err := p.store.Pool.Query(ctx, `SELECT d.id, d.is_active, v.id, v.label
 		FROM devices d LEFT JOIN variables v ON v.device_id = d.id AND v.label = ANY($3)
-		WHERE d.account_id = $1 AND d.label = $2 AND d.is_active`, account, device, labels)
+		WHERE d.account_id = $1 AND d.label = $2`, account, device, labels)
 	if err != nil {
 		return 0, false, fmt.Errorf("look up device: %w", err)
 	}
 	var dev int64
-	found := false
+	found, active := false, false
 	for rows.Next() {
 		var vid *int64
 		var vlabel *string
-		if err := rows.Scan(&dev, &vid, &vlabel); err != nil {
+		if err := rows.Scan(&dev, &active, &vid, &vlabel); err != nil {
 			return 0, false, fmt.Errorf("look up device: %w", err)
+		}
+		if !active {
+			rows.Close()
+			return 0, false, apierr.DeviceDisabled
 		}
 		found = true
 		if vid != nil {
@@ -332,7 +340,10 @@ func (p *Pipeline) Run(ctx context.Context) {
 			drained = true
 		}
 	}
-	close(p.moved) // no committer is left to send on it
+	p.movedMu.Lock()
+	p.stopped = true
+	close(p.moved)
+	p.movedMu.Unlock()
 	<-notified
 }
 
@@ -417,13 +428,7 @@ func (p *Pipeline) commit(jobs []*job, dots int) {
 	p.metrics.IngestBatches.WithLabelValues("committed").Inc()
 	p.finish(jobs, nil)
 	p.store.committed(w.changes)
-	if len(w.moved) > 0 {
-		select {
-		case p.moved <- w.moved:
-		default: // notifyLoop is behind: send them here rather than drop them
-			p.store.notifyLastValues(ctx, w.moved)
-		}
-	}
+	p.handOff(ctx, w.moved)
 }
 
 // writeAlone writes one message as a batch of one, retried on a deadlock or
@@ -442,8 +447,36 @@ func (p *Pipeline) writeAlone(ctx context.Context, r resolver) error {
 		return p.refused(err)
 	}
 	p.store.committed(w.changes)
-	p.store.notifyLastValues(ctx, w.moved)
+	p.handOff(ctx, w.moved)
 	return nil
+}
+
+// handOff gives a committed write's last-value notifications to notifyLoop, the one
+// connection that notifies: PostgreSQL serializes notifying transactions (a lock held
+// from pre-commit through the WAL flush), so writers that each notified, such as a new
+// fleet's first messages (written alone: they create their devices), waited for each
+// other's commits in line (bench-fleet: a fresh account at a tenth of an established
+// one's rate). When notifyLoop is behind, stopped or not running (Direct), the writer
+// sends them itself rather than drop them.
+func (p *Pipeline) handOff(ctx context.Context, payloads []string) {
+	if len(payloads) > 0 && !p.queueMoved(payloads) {
+		p.store.notifyLastValues(ctx, payloads)
+	}
+}
+
+// queueMoved queues payloads for notifyLoop unless its queue is full or closed.
+func (p *Pipeline) queueMoved(payloads []string) bool {
+	p.movedMu.RLock()
+	defer p.movedMu.RUnlock()
+	if p.stopped || p.moved == nil {
+		return false
+	}
+	select {
+	case p.moved <- payloads:
+		return true
+	default:
+		return false
+	}
 }
 
 // refused answers a message's failed write. A data exception (SQLSTATE class 22) is
