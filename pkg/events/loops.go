@@ -11,17 +11,13 @@ import (
 	"github.com/sensordata/sensorapi/pkg/validate"
 )
 
-// writes lists the variables an action list writes to (set_variable and mqtt
-// actions both write values through the pipeline), with each action's field path.
+// writes lists the variables an action list writes to (actionType.writes: those of
+// set_variable and mqtt actions, written through the pipeline), with each action's
+// field path.
 func writes(name string, as []Action) (targets []string, paths []string) {
 	for i, a := range as {
-		switch a.Type {
-		case SetVariable:
-			targets, paths = append(targets, a.Variable), append(paths, fmt.Sprintf("%s.%d.variable", name, i))
-		case MQTT:
-			if d, v, ok := topicTarget(a.Topic); ok {
-				targets, paths = append(targets, d+"."+v), append(paths, fmt.Sprintf("%s.%d.topic", name, i))
-			}
+		if v, field := a.writes(); v != "" {
+			targets, paths = append(targets, v), append(paths, fmt.Sprintf("%s.%d.%s", name, i, field))
 		}
 	}
 	return targets, paths
