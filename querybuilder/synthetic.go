@@ -55,18 +55,46 @@ const (
 	FuncWindow
 )
 
-// Functions are the functions of §17: name → kind and the number of expression
-// arguments (round takes digits and shift a distance besides, windows a period and an
-// optional zone; pkg/synthetic reads those).
-var Functions = map[string]struct{ Kind, Args int }{
-	"abs": {FuncPointwise, 1}, "sqrt": {FuncPointwise, 1}, "exp": {FuncPointwise, 1}, "ln": {FuncPointwise, 1},
-	"log10": {FuncPointwise, 1}, "floor": {FuncPointwise, 1}, "ceil": {FuncPointwise, 1}, "round": {FuncPointwise, 1},
-	"sin": {FuncPointwise, 1}, "cos": {FuncPointwise, 1}, "tan": {FuncPointwise, 1},
-	"min": {FuncPointwise, 2}, "max": {FuncPointwise, 2}, "where": {FuncPointwise, 3},
-	"diff": {FuncSeries, 1}, "shift": {FuncSeries, 1}, "cumsum": {FuncSeries, 1},
-	"mean": {FuncWindow, 1}, "sum": {FuncWindow, 1}, "count": {FuncWindow, 1}, "first": {FuncWindow, 1},
-	"last": {FuncWindow, 1}, "std": {FuncWindow, 1},
-	// min and max with one argument and a period are the window functions
+// Function is an entry of the function table: its kind and the shape of its
+// arguments, which pkg/synthetic's parser checks against it (a new function is its
+// entry here and its compilation: pointwise, seriesFunc or window).
+//
+//   - Args expression arguments come first; a series or window function's first must
+//     reference a variable (a series).
+//   - Int is a constant integer argument after them, in Int's range (Expr.N: round's
+//     digits, shift's distance); nil: none.
+//   - A window function (FuncWindow) takes a period in quotes after them ("1H", Expr.Period)
+//     and optionally an IANA time zone in quotes (Expr.Zone, default UTC).
+//   - WindowForm: called with a string as its second argument, the function is the
+//     window function of the same name (WindowFunction), whatever its own shape.
+type Function struct {
+	Kind       int
+	Args       int
+	Int        *IntRange
+	WindowForm bool
+}
+
+// IntRange bounds a function's constant integer argument.
+type IntRange struct{ Min, Max int }
+
+// WindowFunction is the shape of every window function: one series, a period, a zone.
+var WindowFunction = Function{Kind: FuncWindow, Args: 1}
+
+// Functions are the functions of §17: name → kind and the shape of the arguments.
+var Functions = map[string]Function{
+	"abs": {Kind: FuncPointwise, Args: 1}, "sqrt": {Kind: FuncPointwise, Args: 1},
+	"exp": {Kind: FuncPointwise, Args: 1}, "ln": {Kind: FuncPointwise, Args: 1},
+	"log10": {Kind: FuncPointwise, Args: 1}, "floor": {Kind: FuncPointwise, Args: 1},
+	"ceil": {Kind: FuncPointwise, Args: 1}, "sin": {Kind: FuncPointwise, Args: 1},
+	"cos": {Kind: FuncPointwise, Args: 1}, "tan": {Kind: FuncPointwise, Args: 1},
+	"round": {Kind: FuncPointwise, Args: 1, Int: &IntRange{-15, 15}},
+	"min":   {Kind: FuncPointwise, Args: 2, WindowForm: true},
+	"max":   {Kind: FuncPointwise, Args: 2, WindowForm: true},
+	"where": {Kind: FuncPointwise, Args: 3},
+	"diff":  {Kind: FuncSeries, Args: 1}, "shift": {Kind: FuncSeries, Args: 1, Int: &IntRange{1, 100000}},
+	"cumsum": {Kind: FuncSeries, Args: 1},
+	"mean":   WindowFunction, "sum": WindowFunction, "count": WindowFunction, "first": WindowFunction,
+	"last": WindowFunction, "std": WindowFunction,
 }
 
 // IsWindow tells whether the node is a window function (min and max are when called

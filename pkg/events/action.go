@@ -1,53 +1,172 @@
 package events
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/uptrace/bun"
+
+	"github.com/sensordata/sensorapi/pkg/validate"
 )
 
-// Action types.
-const (
-	Webhook     = "webhook"
-	MQTT        = "mqtt"
-	SetVariable = "set_variable"
-)
+// Action types are a registry: each is one file, action_<type>.go, whose actionType
+// holds the type's fields and does what differs by type (read and validate a body,
+// answer it, render its templates, run a delivery, name the variable it writes), and
+// whose init registers it under its name. Adding a type is that file and its entry in
+// docs/openapi.yaml (EventAction); nothing here switches on the type.
+
+// actionType is an action type's fields (as stored, or rendered) and their behaviour.
+// Its fields carry JSON tags: they are stored flat beside "type" (Action.MarshalJSON).
+type actionType interface {
+	// read reads and validates the type's fields of an action body (its "type" read
+	// already), each fault on its field of o.
+	read(ctx context.Context, env readEnv, o *validate.Object)
+	// fields are the response fields besides "type": every field of the type.
+	fields() map[string]any
+	// render is a copy with the templates substituted: what a delivery sends.
+	render(v Vars) actionType
+	// run performs the rendered action once (a delivery's attempt); code is the HTTP
+	// status of a webhook, 0 if none. A failure no retry can fix wraps errPermanent.
+	run(ctx context.Context, s *Service, at attempt) (code int, err error)
+	// writes names the variable the action writes values to through the pipeline ("" if
+	// none) and the field that names it: the loop check (loops.go).
+	writes() (variable, field string)
+}
+
+// readEnv is what reading an action body may use.
+type readEnv struct {
+	db           bun.IDB
+	account      int64
+	allowPrivate bool // webhooks may target private addresses
+}
+
+// attempt is one try of a delivery: what running its action may use.
+type attempt struct {
+	delivery string // the delivery's public id (X-Event-Delivery)
+	number   int    // from 1 (X-Event-Attempt)
+	secret   string // the event's signing secret
+	account  int64
+	ts       int64 // Action.TS
+}
+
+// registration is an action type in the registry.
+type registration struct {
+	listed int               // its place in the "type" message's list, from 1 (API text: a new type goes last)
+	zero   func() actionType // a zero value to read or decode into
+}
+
+// actionTypes is the registry: type name → its registration (each file's init).
+var actionTypes = map[string]registration{}
+
+// registerAction adds an action type to the registry.
+func registerAction(name string, listed int, zero func() actionType) {
+	if _, dup := actionTypes[name]; dup {
+		panic("events: action type registered twice: " + name)
+	}
+	actionTypes[name] = registration{listed: listed, zero: zero}
+}
+
+// actionTypeNames are the registered types' names in their listed order.
+func actionTypeNames() []string {
+	names := make([]string, 0, len(actionTypes))
+	for n := range actionTypes {
+		names = append(names, n)
+	}
+	slices.SortFunc(names, func(a, b string) int { return actionTypes[a].listed - actionTypes[b].listed })
+	return names
+}
+
+// typeMessage is the fault of an unknown type: `Choose one of "webhook", "mqtt", ...`.
+func typeMessage() string {
+	q := make([]string, 0, len(actionTypes))
+	for _, n := range actionTypeNames() {
+		q = append(q, strconv.Quote(n))
+	}
+	return "Choose one of " + strings.Join(q, ", ") + "."
+}
 
 // Action is one action of an event, as stored (templates unrendered) and as rendered
-// into a delivery's request (templates substituted).
+// into a delivery's request (templates substituted). Its JSON is flat: "type", the
+// type's fields, and "ts" when rendered.
 type Action struct {
-	Type string `json:"type"`
-	// webhook
-	URL     string            `json:"url,omitempty"`
-	Method  string            `json:"method,omitempty"`
-	Headers map[string]string `json:"headers,omitempty"`
-	Body    string            `json:"body,omitempty"`
-	// mqtt: a publish to the account's own topic /v1.6/devices/<device>/<variable>
-	Topic   string `json:"topic,omitempty"`
-	Payload string `json:"payload,omitempty"`
-	// set_variable: a variable reference (id, or "<device label>.<variable label>")
-	Variable string `json:"variable,omitempty"`
-	Value    string `json:"value,omitempty"`
+	Type string
 	// rendered only: the data time of the value that caused the transition, the
 	// timestamp given to written dots that carry none (retries write the same dots)
-	TS int64 `json:"ts,omitempty"`
+	TS   int64
+	spec actionType // the type's fields; nil for a type not registered
+}
+
+// MarshalJSON writes the action flat: {"type", the type's fields, "ts"}.
+func (a Action) MarshalJSON() ([]byte, error) {
+	m := map[string]json.RawMessage{}
+	if a.spec != nil {
+		b, err := json.Marshal(a.spec)
+		if err != nil {
+			return nil, fmt.Errorf("action %s: %w", a.Type, err)
+		}
+		if err := json.Unmarshal(b, &m); err != nil {
+			return nil, fmt.Errorf("action %s: %w", a.Type, err)
+		}
+	}
+	m["type"], _ = json.Marshal(a.Type)
+	if a.TS != 0 {
+		m["ts"] = json.RawMessage(strconv.FormatInt(a.TS, 10))
+	}
+	return json.Marshal(m)
+}
+
+// UnmarshalJSON reads a flat action into its type's fields (none for a type not
+// registered: running it fails for good).
+func (a *Action) UnmarshalJSON(b []byte) error {
+	var head struct {
+		Type string `json:"type"`
+		TS   int64  `json:"ts"`
+	}
+	if err := json.Unmarshal(b, &head); err != nil {
+		return err
+	}
+	*a = Action{Type: head.Type, TS: head.TS}
+	if r, ok := actionTypes[head.Type]; ok {
+		spec := r.zero()
+		if err := json.Unmarshal(b, spec); err != nil {
+			return err
+		}
+		a.spec = spec
+	}
+	return nil
 }
 
 // JSON is the action's response shape: the fields of its type, all of them.
 func (a Action) JSON() map[string]any {
-	switch a.Type {
-	case Webhook:
-		h := a.Headers
-		if h == nil {
-			h = map[string]string{}
-		}
-		return map[string]any{"type": a.Type, "url": a.URL, "method": a.Method, "headers": h, "body": a.Body}
-	case MQTT:
-		return map[string]any{"type": a.Type, "topic": a.Topic, "payload": a.Payload}
+	m := map[string]any{}
+	if a.spec != nil {
+		m = a.spec.fields()
 	}
-	return map[string]any{"type": a.Type, "variable": a.Variable, "value": a.Value}
+	m["type"] = a.Type
+	return m
+}
+
+// render is the action with its templates substituted: what a delivery sends.
+func (a Action) render(v Vars) Action {
+	r := a
+	r.TS = v.Timestamp
+	if a.spec != nil {
+		r.spec = a.spec.render(v)
+	}
+	return r
+}
+
+// writes names the variable the action writes to ("" if none) and its field.
+func (a Action) writes() (variable, field string) {
+	if a.spec == nil {
+		return "", ""
+	}
+	return a.spec.writes()
 }
 
 // Vars are what templates substitute.
@@ -92,49 +211,6 @@ func unknownNames(t string) []string {
 		}
 	}
 	return out
-}
-
-// defaultBody is a webhook's body when its template is empty.
-func defaultBody(v Vars) string {
-	b, _ := json.Marshal(map[string]any{"event": v.Event, "state": v.State, "value": v.Value,
-		"timestamp": v.Timestamp, "device": v.Device, "variable": v.Variable})
-	return string(b)
-}
-
-// render is the action with its templates substituted: what a delivery sends.
-func (a Action) render(v Vars) Action {
-	r := a
-	r.TS = v.Timestamp
-	switch a.Type {
-	case Webhook:
-		if a.Method != "GET" {
-			r.Body = Render(a.Body, v)
-			if a.Body == "" {
-				r.Body = defaultBody(v)
-			}
-		}
-		if len(a.Headers) > 0 {
-			r.Headers = make(map[string]string, len(a.Headers))
-			for k, h := range a.Headers {
-				r.Headers[k] = Render(h, v)
-			}
-		}
-	case MQTT:
-		r.Payload = Render(a.Payload, v)
-	case SetVariable:
-		r.Value = Render(a.Value, v)
-	}
-	return r
-}
-
-// topicTarget reads an mqtt action's topic: /v1.6/devices/<device>/<variable> (the
-// leading slash optional, as the broker reads topics).
-func topicTarget(topic string) (device, variable string, ok bool) {
-	parts := strings.Split(strings.TrimPrefix(topic, "/"), "/")
-	if len(parts) != 4 || parts[0] != "v1.6" || parts[1] != "devices" {
-		return "", "", false
-	}
-	return parts[2], parts[3], true
 }
 
 // target names the variable a value-writing action (mqtt, set_variable) writes to:

@@ -1,20 +1,12 @@
 package events
 
 import (
-	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"math"
 	"net"
 	"net/http"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -136,37 +128,13 @@ func (s *Service) record(job *river.Job[DeliveryArgs], code int, err error, outc
 // errPermanent marks failures that no retry can fix.
 var errPermanent = errors.New("permanent")
 
-// run performs the action; code is the webhook's HTTP status (0 if none).
+// run performs the action by its type (actionType.run); code is the webhook's HTTP
+// status (0 if none).
 func (s *Service) run(ctx context.Context, job *river.Job[DeliveryArgs], req Action, secret string, account int64) (int, error) {
-	switch req.Type {
-	case Webhook:
-		return s.webhook(ctx, job, req, secret)
-	case MQTT:
-		dev, v, _ := topicTarget(req.Topic)
-		p, err := ingest.NewParser(strconv.FormatInt(req.TS, 10), time.Now())
-		if err != nil {
-			return 0, fmt.Errorf("%w: %w", errPermanent, err)
-		}
-		dots, err := p.Values([]byte(req.Payload))
-		if err != nil {
-			return 0, fmt.Errorf("%w: the payload is not a number, a dot or a list of dots: %w", errPermanent, err)
-		}
-		for i := range dots {
-			dots[i].Target = v
-		}
-		return 0, s.write(ctx, account, target{device: dev, variable: v}, dots)
-	case SetVariable:
-		f, err := strconv.ParseFloat(strings.TrimSpace(req.Value), 64)
-		if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
-			return 0, fmt.Errorf("%w: the value %q is not a finite number", errPermanent, req.Value)
-		}
-		t, ok := parseTarget(req.Variable)
-		if !ok {
-			return 0, fmt.Errorf("%w: bad variable reference %q", errPermanent, req.Variable)
-		}
-		return 0, s.write(ctx, account, t, []ingest.Dot{{Target: t.variable, Value: f, TS: req.TS}})
+	if req.spec == nil {
+		return 0, fmt.Errorf("%w: unknown action type %q", errPermanent, req.Type)
 	}
-	return 0, fmt.Errorf("%w: unknown action type %q", errPermanent, req.Type)
+	return req.spec.run(ctx, s, attempt{delivery: job.Args.ID, number: job.Attempt, secret: secret, account: account, ts: req.TS})
 }
 
 // write writes dots to a target through the pipeline. A refusal no retry can change
@@ -187,65 +155,6 @@ func (s *Service) write(ctx context.Context, account int64, t target, dots []ing
 		}
 	}
 	return err
-}
-
-// parseTarget reads a stored target: an id, or "<device>.<variable>" split at the last dot.
-func parseTarget(ref string) (target, bool) {
-	if len(ref) == 24 && !strings.Contains(ref, ".") {
-		return target{id: ref}, true
-	}
-	i := strings.LastIndex(ref, ".")
-	if i <= 0 || i == len(ref)-1 {
-		return target{}, false
-	}
-	return target{device: ref[:i], variable: ref[i+1:]}, true
-}
-
-// Sign is the X-Signature of a body: sha256=<hex HMAC-SHA256 with the secret>.
-func Sign(secret string, body []byte) string {
-	m := hmac.New(sha256.New, []byte(secret))
-	m.Write(body)
-	return "sha256=" + hex.EncodeToString(m.Sum(nil))
-}
-
-// webhook sends one attempt of a webhook: 2xx is delivered.
-func (s *Service) webhook(ctx context.Context, job *river.Job[DeliveryArgs], req Action, secret string) (int, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
-	defer cancel()
-	body := []byte(req.Body)
-	var r io.Reader
-	if req.Method != "GET" {
-		r = bytes.NewReader(body)
-	} else {
-		body = nil
-	}
-	hr, err := http.NewRequestWithContext(ctx, req.Method, req.URL, r)
-	if err != nil {
-		return 0, fmt.Errorf("%w: %w", errPermanent, err)
-	}
-	for k, v := range req.Headers {
-		hr.Header.Set(k, v)
-	}
-	if req.Method != "GET" && hr.Header.Get("Content-Type") == "" {
-		hr.Header.Set("Content-Type", "application/json")
-	}
-	hr.Header.Set("User-Agent", "sensorapi-events/1")
-	hr.Header.Set("X-Event-Delivery", job.Args.ID)
-	hr.Header.Set("X-Event-Attempt", strconv.Itoa(job.Attempt))
-	hr.Header.Set("X-Signature", Sign(secret, body))
-	resp, err := s.http.Do(hr)
-	if err != nil {
-		if errors.Is(err, errBlocked) {
-			return 0, fmt.Errorf("%w: %w", errPermanent, err)
-		}
-		return 0, err
-	}
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	_ = resp.Body.Close()
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return resp.StatusCode, fmt.Errorf("the receiver answered %d", resp.StatusCode)
-	}
-	return resp.StatusCode, nil
 }
 
 // retryPolicy is exponential backoff: Base·2^(attempt-1), at most Max.

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"time"
 
@@ -139,18 +140,53 @@ type saving struct {
 // process evaluates a round of items: writes in memory where the chain allows, the
 // rest from the database.
 func (s *Service) process(ctx context.Context, sh *shard, items []item) {
-	if ep := s.epoch.Load(); ep != sh.epoch { // events changed: read them again
+	// 1. events changed since the shard's last round: its entries are read again
+	if ep := s.epoch.Load(); ep != sh.epoch {
 		clear(sh.entries)
 		sh.epoch = ep
 	}
 	watched := *s.watched.Load()
+	// 2. the round's writes by variable, and the events to evaluate from the database (gather)
 	held := sh.held
 	sh.held = map[int64][]*ingest.Change{}
-	writes := map[int64][]*ingest.Change{}
+	writes, fromDB := sh.gather(items, held, watched)
+	// 3. each variable's writes evaluated in memory, in chain order (inMemory)
+	var saves []saving
+	memory := 0
+	for v, cs := range writes {
+		sv, n := sh.inMemory(v, cs, held[v] != nil, watched[v], fromDB)
+		saves, memory = append(saves, sv...), memory+n
+	}
+	s.metrics.evaluations.WithLabelValues("memory").Add(float64(memory))
+	// 4. transitions saved at once; those not saved go to the database (saveTransitions)
+	if len(saves) > 0 {
+		if err := s.saveTransitions(ctx, saves); err != nil {
+			if !errors.Is(err, errConflict) && ctx.Err() == nil {
+				s.log.Warn("event transitions not saved; evaluating from the database", "error", err.Error())
+			}
+			for _, sv := range saves {
+				delete(sh.entries, sv.e.ev.ID)
+				fromDB[sv.e.ev.ID] = true
+			}
+		}
+	}
+	// 5. the rest from the database, in key order (evaluateFromDB)
+	if len(fromDB) > 0 {
+		s.evaluateFromDB(ctx, sh, slices.Sorted(maps.Keys(fromDB)))
+	}
+}
+
+// gather sorts a round's items: the writes by variable (after those held from the
+// last round) and the events to evaluate from the database (a sweep's events whose
+// entry has not reached the variable's last value; every event of an item without a
+// write).
+func (sh *shard) gather(items []item, held map[int64][]*ingest.Change, watched map[int64][]int64) (
+	writes map[int64][]*ingest.Change, fromDB map[int64]bool) {
+	writes = map[int64][]*ingest.Change{}
 	for v, cs := range held {
 		writes[v] = cs
 	}
-	fromDB := map[int64]bool{} // event keys
+	fromDB = map[int64]bool{} // event keys
 	for _, it := range items {
 		switch {
 		case it.change != nil:
@@ -167,81 +203,83 @@ func (s *Service) process(ctx context.Context, sh *shard, items []item) {
 			}
 		}
 	}
-	var saves []saving
-	memory := 0
-	for v, cs := range writes {
-		slices.SortFunc(cs, func(a, b *ingest.Change) int {
-			if a.HasPrev != b.HasPrev {
-				if a.HasPrev {
-					return 1
-				}
-				return -1
-			}
-			return cmp.Or(cmp.Compare(a.Prev, b.Prev), cmp.Compare(a.To, b.To))
-		})
-		hold := len(cs)
-		for _, id := range watched[v] {
-			e := sh.entries[id]
-			if e == nil || fromDB[id] {
+	return writes, fromDB
+}
+
+// inMemory evaluates a variable's writes cs for its events, each from its entry, while
+// the writes continue the entry's chain. An event without an entry, or whose chain
+// broke after the writes had waited a round already, goes to fromDB; writes after a
+// first break wait a round (sh.held). It returns the transitions to save and how many
+// events it evaluated; an entry that moved without a transition is marked dirty.
+func (sh *shard) inMemory(v int64, cs []*ingest.Change, waited bool, events []int64, fromDB map[int64]bool) (
+	saves []saving, memory int) {
+	sortChain(cs)
+	hold := len(cs)
+	for _, id := range events {
+		e := sh.entries[id]
+		if e == nil || fromDB[id] {
+			fromDB[id] = true
+			continue
+		}
+		st, fired, stepped, gap := e.stepChain(cs)
+		if gap < len(cs) {
+			if waited { // the database has them
 				fromDB[id] = true
-				continue
 			}
-			st, c := e.st, e.ev.condition()
-			var fired []transition
-			stepped := false
-			for i, w := range cs {
-				if st.LastTS != nil && w.To <= *st.LastTS {
-					continue // nothing newer than the values evaluated
-				}
-				if !chained(w, st.LastTS) {
-					if held[v] != nil { // waited a round already: the database has them
-						fromDB[id] = true
-					}
-					hold = min(hold, i)
-					break
-				}
-				stepped = true
-				for _, p := range w.Values {
-					if to := st.Step(c, p.TS, p.Value); to != "" {
-						fired = append(fired, transition{state: to, ts: p.TS, value: p.Value})
-					}
-				}
-			}
-			if fromDB[id] || !stepped {
-				continue
-			}
-			memory++
-			switch {
-			case len(fired) > 0:
-				saves = append(saves, saving{e: e, st: st, fired: fired})
-			case !sameState(st, e.st):
-				e.st, e.dirty = st, true
-			}
+			hold = min(hold, gap)
 		}
-		if hold < len(cs) && held[v] == nil {
-			sh.held[v] = cs[hold:]
+		if fromDB[id] || !stepped {
+			continue
+		}
+		memory++
+		switch {
+		case len(fired) > 0:
+			saves = append(saves, saving{e: e, st: st, fired: fired})
+		case !sameState(st, e.st):
+			e.st, e.dirty = st, true
 		}
 	}
-	s.metrics.evaluations.WithLabelValues("memory").Add(float64(memory))
-	if len(saves) > 0 {
-		if err := s.saveTransitions(ctx, saves); err != nil {
-			if !errors.Is(err, errConflict) && ctx.Err() == nil {
-				s.log.Warn("event transitions not saved; evaluating from the database", "error", err.Error())
+	if hold < len(cs) && !waited {
+		sh.held[v] = cs[hold:]
+	}
+	return saves, memory
+}
+
+// sortChain orders a variable's writes along its chain: a first write (no previous
+// value) first, then by the timestamp each continues from.
+func sortChain(cs []*ingest.Change) {
+	slices.SortFunc(cs, func(a, b *ingest.Change) int {
+		if a.HasPrev != b.HasPrev {
+			if a.HasPrev {
+				return 1
 			}
-			for _, sv := range saves {
-				delete(sh.entries, sv.e.ev.ID)
-				fromDB[sv.e.ev.ID] = true
+			return -1
+		}
+		return cmp.Or(cmp.Compare(a.Prev, b.Prev), cmp.Compare(a.To, b.To))
+	})
+}
+
+// stepChain steps a copy of the entry's state through the writes that continue its
+// chain (skipping those it has evaluated): fired are the transitions, stepped whether
+// any write was evaluated, gap the index of the first write that does not continue the
+// chain (len(cs) if none).
+func (e *entry) stepChain(cs []*ingest.Change) (st State, fired []transition, stepped bool, gap int) {
+	st, c := e.st, e.ev.condition()
+	for i, w := range cs {
+		if st.LastTS != nil && w.To <= *st.LastTS {
+			continue // nothing newer than the values evaluated
+		}
+		if !chained(w, st.LastTS) {
+			return st, fired, stepped, i
+		}
+		stepped = true
+		for _, p := range w.Values {
+			if to := st.Step(c, p.TS, p.Value); to != "" {
+				fired = append(fired, transition{state: to, ts: p.TS, value: p.Value})
 			}
 		}
 	}
-	if len(fromDB) > 0 {
-		ids := make([]int64, 0, len(fromDB))
-		for id := range fromDB {
-			ids = append(ids, id)
-		}
-		slices.Sort(ids)
-		s.evaluateFromDB(ctx, sh, ids)
-	}
+	return st, fired, stepped, len(cs)
 }
 
 // sameState tells whether two states are the same.

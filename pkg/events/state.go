@@ -16,6 +16,9 @@
 // order, saved over that version (else again). So a state change and its deliveries
 // commit together, and however many instances evaluate, each transition's actions are
 // enqueued once. River then runs each delivery at least once, with retries.
+//
+// Action types (webhook, mqtt, set_variable) are a registry: one file each,
+// action_<type>.go, implementing actionType (action.go).
 package events
 
 import "strconv"

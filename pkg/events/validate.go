@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/uptrace/bun"
@@ -19,13 +18,8 @@ import (
 const (
 	maxActions   = 10
 	maxTemplate  = 64 << 10
-	maxURL       = 2000
-	maxHeaders   = 20
 	maxDurationS = 366 * 24 * 3600
 )
-
-// reservedHeaders are set by the delivery itself.
-var reservedHeaders = []string{"x-event-delivery", "x-signature", "host", "content-length", "transfer-encoding", "connection"}
 
 // Apply validates an event body and applies it to e: create (and PUT) require label,
 // condition and actions; PATCH changes only what it sends (condition fields merge,
@@ -155,64 +149,20 @@ func readActions(ctx context.Context, db bun.IDB, o *validate.Object, name strin
 	return out
 }
 
-// readAction reads one action by its type.
+// readAction reads one action: its type, then the type's fields (actionType.read).
 func readAction(ctx context.Context, db bun.IDB, o *validate.Object, account int64, allowPrivate bool) Action {
 	var a Action
 	if !o.Require("type") {
 		return a
 	}
 	a.Type, _ = o.String("type", 0)
-	switch a.Type {
-	case Webhook:
-		o.Require("url")
-		if u, ok := o.String("url", maxURL); ok {
-			if msg := checkURL(ctx, u, allowPrivate); msg != "" {
-				o.Fail("url", msg)
-			}
-			a.URL = u
-		}
-		a.Method = "POST"
-		if m, ok := o.String("method", 0); ok {
-			if m = strings.ToUpper(m); m != "POST" && m != "PUT" && m != "GET" {
-				o.Fail("method", `Choose one of "POST", "PUT", "GET".`)
-			}
-			a.Method = m
-		}
-		a.Headers = readHeaders(o)
-		a.Body = template(o, "body", false)
-	case MQTT:
-		o.Require("topic")
-		if t, ok := o.String("topic", 300); ok {
-			dev, v, valid := topicTarget(t)
-			dl, okd := validate.Label(dev)
-			vl, okv := validate.Label(v)
-			if !valid || !okd || !okv {
-				o.Fail("topic", "Enter a topic of the form /v1.6/devices/<device label>/<variable label>.")
-			}
-			a.Topic = "/v1.6/devices/" + dl + "/" + vl
-		}
-		a.Payload = template(o, "payload", true)
-	case SetVariable:
-		o.Require("variable", "value")
-		if ref, ok := o.String("variable", 300); ok {
-			t, msg, err := resolveTarget(ctx, db, account, ref)
-			switch {
-			case err != nil:
-				o.Fail("variable", "The variable could not be looked up; retry.")
-			case msg != "":
-				o.Fail("variable", msg)
-			}
-			a.Variable = t.String()
-		}
-		a.Value = template(o, "value", true)
-		if a.Value != "" && len(templateRe.FindAllString(a.Value, -1)) == 0 {
-			if f, err := strconv.ParseFloat(strings.TrimSpace(a.Value), 64); err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
-				o.Fail("value", "Enter a number or a template that renders one, such as {{value}}.")
-			}
-		}
-	default:
-		o.Fail("type", `Choose one of "webhook", "mqtt", "set_variable".`)
+	r, ok := actionTypes[a.Type]
+	if !ok {
+		o.Fail("type", typeMessage())
+		return a
 	}
+	a.spec = r.zero()
+	a.spec.read(ctx, readEnv{db: db, account: account, allowPrivate: allowPrivate}, o)
 	return a
 }
 
@@ -233,49 +183,6 @@ func template(o *validate.Object, name string, required bool) string {
 			"{{variable.label}}, {{event.label}} or {{state}}.", strings.Join(bad, ", ")))
 	}
 	return t
-}
-
-// readHeaders reads a webhook's headers: an object of strings (templates).
-func readHeaders(o *validate.Object) map[string]string {
-	h, ok := o.Object("headers")
-	if !ok {
-		return map[string]string{}
-	}
-	if len(h.Raw) > maxHeaders {
-		o.Fail("headers", fmt.Sprintf("Ensure this object has no more than %d headers.", maxHeaders))
-		return nil
-	}
-	out := make(map[string]string, len(h.Raw))
-	for k := range h.Raw {
-		if !validHeaderName(k) || slices.Contains(reservedHeaders, strings.ToLower(k)) {
-			h.Fail(k, "This header name is invalid or set by the delivery itself.")
-			continue
-		}
-		v := template(h, k, false)
-		if strings.ContainsAny(v, "\r\n") {
-			h.Fail(k, "Header values may not contain line breaks.")
-		}
-		out[k] = v
-	}
-	return out
-}
-
-// validHeaderName tells whether s is an HTTP token.
-func validHeaderName(s string) bool {
-	if s == "" || len(s) > 100 {
-		return false
-	}
-	for _, r := range s {
-		if !tokenChar(r) {
-			return false
-		}
-	}
-	return true
-}
-
-// tokenChar tells whether r may appear in a header name here.
-func tokenChar(r rune) bool {
-	return r == '-' || r == '_' || r == '.' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z'
 }
 
 // variableRef is a variable found by reference.
@@ -315,31 +222,4 @@ func resolveVariable(ctx context.Context, db bun.IDB, account int64, ref string)
 		return variableRef{}, false, nil
 	}
 	return found[0], true, nil
-}
-
-// resolveTarget reads a set_variable target: an existing variable by id or labels, or
-// labels of a variable the write will create (split at the last dot). msg is a
-// validation message.
-func resolveTarget(ctx context.Context, db bun.IDB, account int64, ref string) (target, string, error) {
-	v, found, err := resolveVariable(ctx, db, account, ref)
-	switch {
-	case err != nil:
-		return target{}, "", err
-	case found && validate.IsID(ref):
-		return target{id: v.id}, "", nil
-	case found:
-		return target{device: v.device, variable: v.variable}, "", nil
-	case validate.IsID(ref):
-		return target{}, fmt.Sprintf("Variable '%s' was not found.", ref), nil
-	}
-	i := strings.LastIndex(ref, ".")
-	if i < 0 {
-		return target{}, `Enter a variable id or "<device label>.<variable label>".`, nil
-	}
-	d, okd := validate.Label(ref[:i])
-	vl, okv := validate.Label(ref[i+1:])
-	if !okd || !okv {
-		return target{}, `Enter a variable id or "<device label>.<variable label>".`, nil
-	}
-	return target{device: d, variable: vl}, "", nil
 }

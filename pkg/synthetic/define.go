@@ -122,8 +122,51 @@ func Define(ctx context.Context, tx Tx, account, key int64, text string) error {
 // checkGraph refuses a definition of key reading inputs that closes a cycle or makes a
 // chain deeper than MaxDepth, naming the variables.
 func checkGraph(ctx context.Context, tx Tx, account, key int64, inputs []int64) error {
-	graph := map[int64][]int64{}
-	names := map[int64]string{}
+	// 1. the account's graph, with key reading inputs (readGraph)
+	g, err := readGraph(ctx, tx, account, key)
+	if err != nil {
+		return err
+	}
+	g.inputs[key] = inputs
+	if slices.Contains(inputs, key) {
+		return apierr.Invalid(Field, fmt.Sprintf("The expression reads its own variable {{%s}}: a cycle.", g.names[key]))
+	}
+	// 2. every variable's depth, key's first: a cycle is named from the variable being
+	// defined (visit)
+	order := []int64{key}
+	for v := range g.inputs {
+		order = append(order, v)
+	}
+	for _, v := range order {
+		d, cycle := g.visit(v)
+		if cycle != nil {
+			parts := make([]string, len(cycle))
+			for i, c := range cycle {
+				parts[i] = "{{" + g.names[c] + "}}"
+			}
+			return apierr.Invalid(Field, "The expression closes a cycle: "+strings.Join(parts, " reads ")+".")
+		}
+		if d > MaxDepth {
+			return apierr.Invalid(Field, fmt.Sprintf(
+				"Synthetic variables may be chained at most %d deep; with this expression {{%s}} would be %d deep.", MaxDepth, g.names[v], d))
+		}
+	}
+	return nil
+}
+
+// graph is an account's synthetic variables: each one's inputs and name
+// ("<device label>.<variable label>"), and the depths visit found.
+type graph struct {
+	inputs map[int64][]int64
+	names  map[int64]string
+	depth  map[int64]int
+	path   []int64 // the variables being visited
+}
+
+// readGraph reads the account's synthetic variables, and the name of key (synthetic or
+// not yet).
+func readGraph(ctx context.Context, tx Tx, account, key int64) (*graph, error) {
+	g := &graph{inputs: map[int64][]int64{}, names: map[int64]string{}, depth: map[int64]int{}}
 	err := tx.Query(ctx, func(scan func(...any) error) error {
 		var id int64
 		var in []int64
@@ -134,70 +177,47 @@ func checkGraph(ctx context.Context, tx Tx, account, key int64, inputs []int64) 
 		if err := json.Unmarshal([]byte(inputs), &in); err != nil {
 			return err
 		}
-		graph[id], names[id] = in, name
+		g.inputs[id], g.names[id] = in, name
 		return nil
 	}, `SELECT s.variable_id, array_to_json(s.inputs)::text, d.label || '.' || v.label FROM synthetic_variables s
 		JOIN variables v ON v.id = s.variable_id JOIN devices d ON d.id = v.device_id
 		WHERE s.account_id = $1`, account)
 	if err != nil {
-		return fmt.Errorf("synthetic: read the graph: %w", err)
+		return nil, fmt.Errorf("synthetic: read the graph: %w", err)
 	}
-	if _, ok := names[key]; !ok {
-		err := tx.Query(ctx, func(scan func(...any) error) error { var n string; err := scan(&n); names[key] = n; return err },
+	if _, ok := g.names[key]; !ok {
+		err := tx.Query(ctx, func(scan func(...any) error) error { var n string; err := scan(&n); g.names[key] = n; return err },
 			`SELECT d.label || '.' || v.label FROM variables v JOIN devices d ON d.id = v.device_id WHERE v.id = $1`, key)
 		if err != nil {
-			return err
+			return nil, err
 		}
 	}
-	graph[key] = inputs
-	if slices.Contains(inputs, key) {
-		return apierr.Invalid(Field, fmt.Sprintf("The expression reads its own variable {{%s}}: a cycle.", names[key]))
-	}
-	// depth(v) = 1 + the deepest synthetic input; a path back to v is a cycle
-	depth := map[int64]int{}
-	var path []int64
-	var visit func(v int64) (int, []int64)
-	visit = func(v int64) (int, []int64) {
-		if d, ok := depth[v]; ok {
-			return d, nil
-		}
-		if i := slices.Index(path, v); i >= 0 {
-			return 0, append(slices.Clone(path[i:]), v)
-		}
-		in, synthetic := graph[v]
-		if !synthetic {
-			return 0, nil
-		}
-		path = append(path, v)
-		d := 1
-		for _, u := range in {
-			du, cycle := visit(u)
-			if cycle != nil {
-				return 0, cycle
-			}
-			d = max(d, du+1)
-		}
-		path = path[:len(path)-1]
-		depth[v] = d
+	return g, nil
+}
+
+// visit is v's depth: 1 + the deepest synthetic input's (0 for a raw variable); a path
+// back to a variable being visited is a cycle, returned from it to itself.
+func (g *graph) visit(v int64) (int, []int64) {
+	if d, ok := g.depth[v]; ok {
 		return d, nil
 	}
-	order := []int64{key} // a cycle is named from the variable being defined
-	for v := range graph {
-		order = append(order, v)
+	if i := slices.Index(g.path, v); i >= 0 {
+		return 0, append(slices.Clone(g.path[i:]), v)
 	}
-	for _, v := range order {
-		d, cycle := visit(v)
+	in, synthetic := g.inputs[v]
+	if !synthetic {
+		return 0, nil
+	}
+	g.path = append(g.path, v)
+	d := 1
+	for _, u := range in {
+		du, cycle := g.visit(u)
 		if cycle != nil {
-			parts := make([]string, len(cycle))
-			for i, c := range cycle {
-				parts[i] = "{{" + names[c] + "}}"
-			}
-			return apierr.Invalid(Field, "The expression closes a cycle: "+strings.Join(parts, " reads ")+".")
+			return 0, cycle
 		}
-		if d > MaxDepth {
-			return apierr.Invalid(Field, fmt.Sprintf(
-				"Synthetic variables may be chained at most %d deep; with this expression {{%s}} would be %d deep.", MaxDepth, names[v], d))
-		}
+		d = max(d, du+1)
 	}
-	return nil
+	g.path = g.path[:len(g.path)-1]
+	g.depth[v] = d
+	return d, nil
 }

@@ -1,7 +1,9 @@
 // Package synthetic holds synthetic variables (API.md §17): the expression parser, the
 // dependency graph and its checks, the backfill and the live upkeep of derived values
 // after writes to their inputs commit. The expressions compile to SQL in querybuilder
-// (querybuilder.Synthetic), where a window function buckets exactly as E8 does.
+// (querybuilder.Synthetic), where a window function buckets exactly as E8 does, and
+// the function table lives (querybuilder.Functions): the parser checks each call
+// against its entry's shape, and knows no function by name.
 package synthetic
 
 import (
@@ -350,90 +352,122 @@ func stringArg(a *orExpr) (string, lexer.Position, bool) {
 	return (*p.String)[1 : len(*p.String)-1], p.Pos, true
 }
 
+// call reads a function call, checked against the shape of its entry in
+// querybuilder.Functions (querybuilder.Function): no function is known here by name.
 func (b *builder) call(c *call) (*querybuilder.Expr, error) {
 	name := strings.ToLower(c.Name)
 	f, ok := querybuilder.Functions[name]
 	if !ok {
 		return nil, b.errAt(c.Pos, "Unknown function %q. Functions: %s.", c.Name, functionNames())
 	}
-	window := f.Kind == querybuilder.FuncWindow
-	if (name == "min" || name == "max") && len(c.Args) >= 2 {
+	if f.WindowForm && len(c.Args) >= 2 {
 		if _, _, ok := stringArg(c.Args[1]); ok {
-			window = true
+			f = querybuilder.WindowFunction
 		}
 	}
+	// 1. the count of arguments (arity)
+	if err := b.arity(c, name, f); err != nil {
+		return nil, err
+	}
+	// 2. the expression arguments; a series where the function needs one
 	e := &querybuilder.Expr{Kind: querybuilder.ExprCall, Op: name}
-	var extra []*orExpr
-	switch {
-	case window:
-		if len(c.Args) < 2 || len(c.Args) > 3 {
-			return nil, b.errAt(c.Pos, "%s(x, \"period\"[, \"time zone\"]) takes 2 or 3 arguments, not %d.", name, len(c.Args))
-		}
-		extra = c.Args[1:]
-	case name == "round" || name == "shift":
-		if len(c.Args) != 2 {
-			return nil, b.errAt(c.Pos, "%s(x, n) takes 2 arguments, not %d.", name, len(c.Args))
-		}
-		extra = c.Args[1:]
-	default:
-		if len(c.Args) != f.Args {
-			return nil, b.errAt(c.Pos, "%s takes %d argument(s), not %d.", name, f.Args, len(c.Args))
-		}
-	}
-	for _, a := range c.Args[:len(c.Args)-len(extra)] {
+	for _, a := range c.Args[:f.Args] {
 		x, err := b.or(a)
 		if err != nil {
 			return nil, err
 		}
 		e.Args = append(e.Args, x)
 	}
-	if window || f.Kind == querybuilder.FuncSeries {
-		if e.Args[0].IsScalar() {
-			return nil, b.errAt(c.Pos, "%s needs a series: its first argument must reference a variable.", name)
-		}
+	if f.Kind != querybuilder.FuncPointwise && e.Args[0].IsScalar() {
+		return nil, b.errAt(c.Pos, "%s needs a series: its first argument must reference a variable.", name)
 	}
+	// 3. the constant arguments after them (windowArgs, intArg)
+	extra := c.Args[f.Args:]
 	switch {
-	case window:
-		period, pos, ok := stringArg(extra[0])
-		if !ok {
-			return nil, b.errAt(c.Pos, "The second argument of %s must be a period in quotes, e.g. \"1H\".", name)
-		}
-		if e.Period, ok = analytics.ParsePeriod(period); !ok {
-			return nil, b.errAt(pos, "\"%s\" is not a valid period. %s", period, analytics.PeriodForms)
-		}
-		e.Zone = "UTC"
-		if len(extra) == 2 {
-			zone, pos, ok := stringArg(extra[1])
-			if !ok || !analytics.IsZone(zone) {
-				return nil, b.errAt(pos, "The third argument of %s must be an IANA time zone name in quotes, e.g. \"Europe/Madrid\".", name)
-			}
-			e.Zone = zone
-		}
-	case name == "round" || name == "shift":
-		n, err := b.intArg(extra[0], c.Pos, name)
+	case f.Kind == querybuilder.FuncWindow:
+		return e, b.windowArgs(e, c.Pos, f, extra)
+	case f.Int != nil:
+		n, err := b.intArg(extra[0], c.Pos, name, ordinal(f.Args+1))
 		if err != nil {
 			return nil, err
 		}
-		lo, hi := -15, 15
-		if name == "shift" {
-			lo, hi = 1, 100000
-		}
-		if n < lo || n > hi {
-			return nil, b.errAt(c.Pos, "The second argument of %s must be an integer from %d to %d.", name, lo, hi)
+		if n < f.Int.Min || n > f.Int.Max {
+			return nil, b.errAt(c.Pos, "The %s argument of %s must be an integer from %d to %d.",
+				ordinal(f.Args+1), name, f.Int.Min, f.Int.Max)
 		}
 		e.N = n
 	}
 	return e, nil
 }
 
-// intArg reads a constant integer argument.
-func (b *builder) intArg(a *orExpr, pos lexer.Position, name string) (int, error) {
+// arity checks the count of a call's arguments against its function's shape.
+func (b *builder) arity(c *call, name string, f querybuilder.Function) error {
+	n, params := len(c.Args), paramList(f.Args)
+	switch {
+	case f.Kind == querybuilder.FuncWindow:
+		if n < f.Args+1 || n > f.Args+2 {
+			return b.errAt(c.Pos, "%s(%s, \"period\"[, \"time zone\"]) takes %d or %d arguments, not %d.",
+				name, params, f.Args+1, f.Args+2, n)
+		}
+	case f.Int != nil:
+		if n != f.Args+1 {
+			return b.errAt(c.Pos, "%s(%s, n) takes %d arguments, not %d.", name, params, f.Args+1, n)
+		}
+	case n != f.Args:
+		return b.errAt(c.Pos, "%s takes %d argument(s), not %d.", name, f.Args, n)
+	}
+	return nil
+}
+
+// paramList names a function's n expression arguments in messages: x, y, z, x4...
+func paramList(n int) string {
+	names := make([]string, n)
+	for i := range names {
+		names[i] = "x" + strconv.Itoa(i+1)
+		if i < 3 {
+			names[i] = []string{"x", "y", "z"}[i]
+		}
+	}
+	return strings.Join(names, ", ")
+}
+
+// ordinal names an argument's place in messages, from 1.
+func ordinal(i int) string {
+	if i >= 1 && i <= 4 {
+		return []string{"first", "second", "third", "fourth"}[i-1]
+	}
+	return strconv.Itoa(i) + "th"
+}
+
+// windowArgs reads a window function's period and optional zone (strings in quotes).
+func (b *builder) windowArgs(e *querybuilder.Expr, pos lexer.Position, f querybuilder.Function, extra []*orExpr) error {
+	period, at, ok := stringArg(extra[0])
+	if !ok {
+		return b.errAt(pos, "The %s argument of %s must be a period in quotes, e.g. \"1H\".", ordinal(f.Args+1), e.Op)
+	}
+	if e.Period, ok = analytics.ParsePeriod(period); !ok {
+		return b.errAt(at, "\"%s\" is not a valid period. %s", period, analytics.PeriodForms)
+	}
+	e.Zone = "UTC"
+	if len(extra) == 2 {
+		zone, at, ok := stringArg(extra[1])
+		if !ok || !analytics.IsZone(zone) {
+			return b.errAt(at, "The %s argument of %s must be an IANA time zone name in quotes, e.g. \"Europe/Madrid\".",
+				ordinal(f.Args+2), e.Op)
+		}
+		e.Zone = zone
+	}
+	return nil
+}
+
+// intArg reads a constant integer argument (the place-th).
+func (b *builder) intArg(a *orExpr, pos lexer.Position, name, place string) (int, error) {
 	x, err := b.or(a)
 	if err != nil {
 		return 0, err
 	}
 	if x.Kind != querybuilder.ExprNumber || x.Number != math.Trunc(x.Number) || math.Abs(x.Number) > 1e6 {
-		return 0, b.errAt(pos, "The second argument of %s must be a constant integer.", name)
+		return 0, b.errAt(pos, "The %s argument of %s must be a constant integer.", place, name)
 	}
 	return int(x.Number), nil
 }
