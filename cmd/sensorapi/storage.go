@@ -12,8 +12,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/sensordata/sensorapi/pkg/config"
-	"github.com/sensordata/sensorapi/pkg/ingest"
 	"github.com/sensordata/sensorapi/pkg/storage"
+	"github.com/sensordata/sensorapi/pkg/values"
 )
 
 const storageUsage = `Usage: sensorapi storage report|pack [--after D]
@@ -78,7 +78,7 @@ func packNow(ctx context.Context, pool *pgxpool.Pool, after time.Duration, worke
 	if after == 0 {
 		after = config.DefaultPackAfter // SENSORAPI_PACK_AFTER=off stops the job, not this command
 	}
-	p := &storage.Packer{Store: &ingest.Store{Pool: pool}, After: after, Log: slog.Default(), Workers: workers}
+	p := &storage.Packer{Store: &values.Store{Pool: pool}, After: after, Log: slog.Default(), Workers: workers}
 	start := time.Now()
 	res, err := p.Run(ctx)
 	if err != nil {

@@ -15,8 +15,8 @@ import (
 
 	"github.com/sensordata/sensorapi/cmd/internal/benchharness"
 	"github.com/sensordata/sensorapi/pkg/config"
-	"github.com/sensordata/sensorapi/pkg/ingest"
 	"github.com/sensordata/sensorapi/pkg/storage"
+	"github.com/sensordata/sensorapi/pkg/values"
 )
 
 // seriesKind is one kind of series of issue 32's storage benchmark: every interval
@@ -95,7 +95,7 @@ func benchStorage(ctx context.Context, h *benchharness.Harness) error {
 	if err := rows.Print(os.Stdout); err != nil {
 		return err
 	}
-	p := &storage.Packer{Store: &ingest.Store{Pool: h.DB.Pool}, After: config.DefaultPackAfter, Log: slog.Default(),
+	p := &storage.Packer{Store: &values.Store{Pool: h.DB.Pool}, After: config.DefaultPackAfter, Log: slog.Default(),
 		Workers: storage.DefaultWorkers}
 	t0 := time.Now()
 	res, err := p.Run(ctx)

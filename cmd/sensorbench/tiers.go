@@ -18,9 +18,9 @@ import (
 
 	"github.com/sensordata/sensorapi/cmd/internal/benchharness"
 	"github.com/sensordata/sensorapi/pkg/config"
-	"github.com/sensordata/sensorapi/pkg/ingest"
 	"github.com/sensordata/sensorapi/pkg/storage"
 	"github.com/sensordata/sensorapi/pkg/store"
+	"github.com/sensordata/sensorapi/pkg/values"
 	"github.com/sensordata/sensorapi/querybuilder"
 )
 
@@ -105,7 +105,7 @@ func benchTiers(ctx context.Context, h *benchharness.Harness, scale float64) err
 // naive SQL over both layouts, then reports the bytes per point of every table.
 func benchPacked(ctx context.Context, h *benchharness.Harness, week, year tierSet) error {
 	t0 := time.Now()
-	p := &storage.Packer{Store: &ingest.Store{Pool: h.DB.Pool}, After: config.DefaultPackAfter, Log: slog.Default(),
+	p := &storage.Packer{Store: &values.Store{Pool: h.DB.Pool}, After: config.DefaultPackAfter, Log: slog.Default(),
 		Workers: storage.DefaultWorkers}
 	res, err := p.Run(ctx)
 	if err != nil {

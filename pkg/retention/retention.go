@@ -17,9 +17,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/sensordata/sensorapi/pkg/ingest"
 	"github.com/sensordata/sensorapi/pkg/metrics"
 	"github.com/sensordata/sensorapi/pkg/tiers"
+	"github.com/sensordata/sensorapi/pkg/values"
 )
 
 // LockKey is the PostgreSQL advisory lock (pg_try_advisory_lock, session level) a run
@@ -212,7 +212,7 @@ func dropRaw(ctx context.Context, tx pgx.Tx, cutoff, now time.Time, res *Result)
 		}
 		if table == PackedTable {
 			// past the horizon the tiers answer alone: packed days get their minutes back
-			if err := ingest.RestoreMinuteTiles(ctx, tx, cs[0].Start, cutoff); err != nil {
+			if err := values.RestoreMinuteTiles(ctx, tx, cs[0].Start, cutoff); err != nil {
 				return err
 			}
 		}

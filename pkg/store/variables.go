@@ -8,9 +8,9 @@ import (
 
 	"github.com/uptrace/bun"
 
-	"github.com/sensordata/sensorapi/pkg/ingest"
 	"github.com/sensordata/sensorapi/pkg/model"
 	"github.com/sensordata/sensorapi/pkg/validate"
+	"github.com/sensordata/sensorapi/pkg/values"
 )
 
 // VariableFields are the filterable and sortable fields of Variable lists (API.md §3).
@@ -139,5 +139,5 @@ func deleteValues(ctx context.Context, tx bun.Tx, vars []int64) error {
 		_, err := tx.Tx.ExecContext(ctx, sql, args...)
 		return err
 	}
-	return ingest.DeleteTiles(ctx, exec, vars, ingest.Range{})
+	return values.DeleteTiles(ctx, exec, vars, values.Range{})
 }

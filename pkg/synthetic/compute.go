@@ -12,7 +12,7 @@ import (
 	sq "github.com/Masterminds/squirrel"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/sensordata/sensorapi/pkg/ingest"
+	"github.com/sensordata/sensorapi/pkg/values"
 	"github.com/sensordata/sensorapi/querybuilder"
 )
 
@@ -156,7 +156,7 @@ func Replace(ctx context.Context, tx Tx, d *Definition, from, to int64) error {
 	}
 	lo, hi := time.UnixMilli(from).UTC(), time.UnixMilli(to).UTC()
 	exec := func(ctx context.Context, sql string, args ...any) error { return tx.Exec(ctx, sql, args...) }
-	if err := ingest.ClearPacked(ctx, exec, d.Key, from, to); err != nil { // the range as rows only
+	if err := values.ClearPacked(ctx, exec, d.Key, from, to); err != nil { // the range as rows only
 		return fmt.Errorf("synthetic %d: %w", d.Key, err)
 	}
 	if from == 0 && to == MaxTimestamp {
@@ -178,7 +178,7 @@ SELECT ?::bigint, c.ts, c.value FROM (
 	if err := tx.Exec(ctx, stmt, ins.Args...); err != nil {
 		return fmt.Errorf("synthetic %d: compute values: %w", d.Key, err)
 	}
-	return ingest.RetileRange(ctx, exec, d.Key, from, to)
+	return values.RetileRange(ctx, exec, d.Key, from, to)
 }
 
 // LastValue recomputes the variable's lastValue; payload is the last-value

@@ -10,8 +10,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/sensordata/sensorapi/pkg/ingest"
 	"github.com/sensordata/sensorapi/pkg/notify"
+	"github.com/sensordata/sensorapi/pkg/values"
 	"github.com/sensordata/sensorapi/querybuilder"
 )
 
@@ -341,7 +341,7 @@ func (u *Upkeep) recompute(ctx context.Context, tx pgx.Tx, jobs []*job) (payload
 		}
 		return rows.Err()
 	})
-	if err := ingest.ClearPackedRanges(ctx, queue, rk, rlo, rhi); err != nil {
+	if err := values.ClearPackedRanges(ctx, queue, rk, rlo, rhi); err != nil {
 		return nil, err
 	}
 	for _, j := range live {
@@ -392,10 +392,10 @@ func (u *Upkeep) recompute(ctx context.Context, tx pgx.Tx, jobs []*job) (payload
 	if len(liveKeys) == 0 { // nothing differed: nothing else to do
 		return nil, nil
 	}
-	if err := ingest.RetileRanges(ctx, queue, bigK, bigLo, bigHi); err != nil {
+	if err := values.RetileRanges(ctx, queue, bigK, bigLo, bigHi); err != nil {
 		return nil, err
 	}
-	if err := ingest.RecomputeTilesAt(ctx, queue, tileVars, tileTS); err != nil {
+	if err := values.RecomputeTilesAt(ctx, queue, tileVars, tileTS); err != nil {
 		return nil, err
 	}
 	b.Queue(lastValuesSQL, liveKeys).Query(func(rows pgx.Rows) error {

@@ -1,4 +1,4 @@
-package ingest
+package values
 
 import (
 	"context"
@@ -56,11 +56,15 @@ func (s *Store) Resolve(ctx context.Context, account int64, v Variable) (int64, 
 	return key, nil
 }
 
+// MaxTimestamp is the last timestamp a value may have (API.md §6): 9999-12-31T23:59:59.999Z.
+const MaxTimestamp = 253402300799999
+
 // Range is an inclusive time range in ms; nil bounds are open.
 type Range struct{ Start, End *int64 }
 
-func (r Range) bounds() (time.Time, time.Time) {
-	start, end := time.UnixMilli(0).UTC(), time.UnixMilli(maxTimestamp).UTC()
+// Bounds are the range's ends as times: the open ones at 1970 and MaxTimestamp.
+func (r Range) Bounds() (time.Time, time.Time) {
+	start, end := time.UnixMilli(0).UTC(), time.UnixMilli(MaxTimestamp).UTC()
 	if r.Start != nil {
 		start = time.UnixMilli(*r.Start).UTC()
 	}
@@ -73,7 +77,7 @@ func (r Range) bounds() (time.Time, time.Time) {
 // Page reads up to limit dots newest first after skipping offset, and tells whether
 // more follow (one extra row is read instead of counting the series).
 func (s *Store) Page(ctx context.Context, key int64, r Range, offset, limit int) ([]StoredDot, bool, error) {
-	start, end := r.bounds()
+	start, end := r.Bounds()
 	// a dot stored without context reads as {}, as lastValue shows it
 	rows, err := s.Pool.Query(ctx, pageSQL, key, start, end, offset, limit+1)
 	if err != nil {
@@ -116,11 +120,11 @@ func (s *Store) Last(ctx context.Context, key int64) (*StoredDot, error) {
 }
 
 // Delete removes the variable's values in the range and recomputes its lastValue and
-// rollup tiers from what remains, in one transaction; the store's followers are told.
-func (s *Store) Delete(ctx context.Context, key int64, r Range) error {
-	start, end := r.bounds()
-	changes := []Change{{Variable: key, From: start.UnixMilli(), To: end.UnixMilli(), Deleted: true}}
-	err := pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
+// rollup tiers from what remains, in one transaction; follow, when not nil, runs in it
+// last (the pipeline's followers: what must commit with the delete).
+func (s *Store) Delete(ctx context.Context, key int64, r Range, follow func(ctx context.Context, tx pgx.Tx) error) error {
+	start, end := r.Bounds()
+	return pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
 		// the variable's row first, as writers lock it before their rollups (tiers.go)
 		if _, err := tx.Exec(ctx, `SELECT FROM variables WHERE id = $1 FOR NO KEY UPDATE`, key); err != nil {
 			return fmt.Errorf("lock variable: %w", err)
@@ -136,16 +140,14 @@ func (s *Store) Delete(ctx context.Context, key int64, r Range) error {
 		if err := DeleteTiles(ctx, execIn(tx), []int64{key}, Range{Start: &first, End: &last}); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, lastValueAfterDeleteSQL, key)
-		if err != nil {
+		if _, err := tx.Exec(ctx, lastValueAfterDeleteSQL, key); err != nil {
 			return fmt.Errorf("recompute last value: %w", err)
 		}
-		return s.mark(ctx, tx, changes)
+		if follow == nil {
+			return nil
+		}
+		return follow(ctx, tx)
 	})
-	if err == nil {
-		s.committed(changes)
-	}
-	return err
 }
 
 // lastValueAfterDeleteSQL sets a variable's lastValue to its newest remaining dot, in
@@ -167,7 +169,7 @@ WHERE id = $1`
 // Before the raw horizon (when known) the range is rounded outward to its minutes
 // (API.md §16); tiles are read only before b.RollupsUntil.
 func (s *Store) Statistic(ctx context.Context, key int64, agg string, r Range, b querybuilder.TierBounds) (*float64, error) {
-	start, end := r.bounds()
+	start, end := r.Bounds()
 	q, err := querybuilder.VariableStatistic(key, agg, start, end, b)
 	if err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package ingest
+package values
 
 import (
 	"context"
@@ -185,24 +185,24 @@ const lockVariablesSQL = `SELECT FROM variables WHERE id = ANY($1) ORDER BY id F
 // write adds to them: under the rows' devices' and variables' locks (in the writers'
 // lock order), so that no packer packs a day between this look and the write. Rows
 // newer than PackedAge cannot touch a packed day and cost nothing here.
-func unpackOld(ctx context.Context, tx pgx.Tx, rows []row, t targets) error {
+func unpackOld(ctx context.Context, tx pgx.Tx, rows []Row, t Targets) error {
 	cutoff := time.Now().Add(-PackedAge).UnixMilli()
 	var vars []int64
 	var days []time.Time
 	for _, r := range rows { // sorted by (variable, ts)
-		if r.ts >= cutoff {
+		if r.TS >= cutoff {
 			continue
 		}
-		d := Day(time.UnixMilli(r.ts))
-		if n := len(vars); n > 0 && vars[n-1] == r.variable && days[n-1].Equal(d) {
+		d := Day(time.UnixMilli(r.TS))
+		if n := len(vars); n > 0 && vars[n-1] == r.Variable && days[n-1].Equal(d) {
 			continue
 		}
-		vars, days = append(vars, r.variable), append(days, d)
+		vars, days = append(vars, r.Variable), append(days, d)
 	}
 	if len(vars) == 0 {
 		return nil
 	}
-	devIDs, _ := sortedDevices(slices.Clone(t.devices)) // it compacts in place: writeRows reads t after
+	devIDs, _ := sortedDevices(slices.Clone(t.Devices)) // it compacts in place: writeRows reads t after
 	// one round trip: the locks, then the unpack statements (cheap index probes when
 	// none of the days is packed, the usual case of a bulk load of history)
 	stmts := []*pgx.QueuedQuery{

@@ -1,4 +1,4 @@
-package ingest
+package values
 
 import (
 	"cmp"
@@ -16,7 +16,7 @@ import (
 // synthetic variables' upkeep, pkg/synthetic). The caller holds the variable's row
 // lock, as writers do before their rollups.
 func RetileRange(ctx context.Context, exec Exec, key, from, to int64) error {
-	from, to = max(from, 0), min(to, maxTimestamp)
+	from, to = max(from, 0), min(to, MaxTimestamp)
 	for i, t := range tiers.All {
 		lo := time.UnixMilli(t.Floor(from)).UTC()
 		hi := time.UnixMilli(t.Floor(to)).UTC().Add(t.Width)
@@ -44,7 +44,7 @@ func RetileRanges(ctx context.Context, exec Exec, keys, froms, tos []int64) erro
 		type span struct{ key, lo, hi int64 } // tiles [lo, hi)
 		spans := make([]span, 0, len(keys))
 		for j, k := range keys {
-			from, to := max(froms[j], 0), min(tos[j], maxTimestamp)
+			from, to := max(froms[j], 0), min(tos[j], MaxTimestamp)
 			if from > to {
 				continue
 			}
