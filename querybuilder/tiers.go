@@ -41,7 +41,7 @@ func rawColumns(prefix string, cols []string) string {
 		case "sum", "min", "max", "first_value", "last_value":
 			e = v
 		case "ks", "m2":
-			// no spread beyond ±1e150 or below 1e-100 (pkg/ingest spreadLimit, spreadFloor)
+			// no spread beyond ±1e150 or below 1e-100 (pkg/values spreadLimit, spreadFloor)
 			e = "CASE WHEN abs(" + v + ") <= 1e150 AND (" + v + " = 0 OR abs(" + v + ") >= 1e-100) THEN 0::float8 END"
 		case "first_ts", "last_ts", "min_ts", "max_ts":
 			e = t

@@ -501,7 +501,7 @@ func refTime(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
 var refValues = func(_ string) string { return `"values"` }
 
 // packedRefValues are both layouts of the raw values: their decoding (packed_values) is
-// checked bit for bit by pkg/storage's tests, and the answers against pandas here.
+// checked bit for bit by pkg/values' tests, and the answers against pandas here.
 func packedRefValues(keys string) string {
 	return `(SELECT variable_id, ts, value FROM "values"
 	UNION ALL SELECT variable_id, ts, value FROM packed_values(` + keys + `, $2, $3))`

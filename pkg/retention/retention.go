@@ -30,7 +30,7 @@ const LockKey int64 = 727_431_119
 // RawTable is the hypertable of raw values.
 const RawTable = "values"
 
-// PackedTable holds the raw values of packed days (pkg/storage): its chunks are
+// PackedTable holds the raw values of packed days (pkg/values): its chunks are
 // dropped with those of RawTable.
 const PackedTable = "values_packed"
 

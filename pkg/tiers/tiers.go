@@ -1,5 +1,5 @@
 // Package tiers names the rollup tiers of "values" and decides which of them can
-// answer a calendar question in a time zone. The write path (pkg/ingest) keeps every
+// answer a calendar question in a time zone. The values store (pkg/values) keeps every
 // tier exact; the compiler (querybuilder) reads the coarsest tiers that fit a request.
 //
 // Each tier is a hypertable of tiles: per variable and per UTC-aligned interval of the

@@ -21,7 +21,7 @@ import (
 
 // PackedAge is how old a dot must be (at least) before its day can be packed: writers
 // look for packed days only among dots older than it, so the packer must never pack a
-// day that ends less than PackedAge ago (pkg/storage refuses a shorter window). A
+// day that ends less than PackedAge ago (Packer.Run refuses a shorter window). A
 // day's margin covers clocks of instances and database apart by less than a day.
 const PackedAge = 24 * time.Hour
 

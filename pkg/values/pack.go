@@ -1,4 +1,4 @@
-package storage
+package values
 
 import (
 	"context"
@@ -13,7 +13,6 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/sensordata/sensorapi/pkg/tiers"
-	"github.com/sensordata/sensorapi/pkg/values"
 )
 
 // PackEvery is how often `serve` runs the packer.
@@ -28,7 +27,7 @@ const PackLockKey = 7_320_032
 // mid-run loses and doubles nothing and the next run goes on), then drops the chunks
 // of "values" and value_minutes it emptied, giving their space back to the system.
 type Packer struct {
-	Store *values.Store
+	Store *Store
 	After time.Duration
 	Log   *slog.Logger
 	// Workers is how many days are packed at once (at least 1): the database's cores
@@ -48,11 +47,11 @@ type PackResult struct {
 }
 
 // Run packs every day past the window once. It refuses a window shorter than
-// values.PackedAge: writers look for packed days only that far back.
+// PackedAge: writers look for packed days only that far back.
 func (p *Packer) Run(ctx context.Context) (PackResult, error) {
 	var res PackResult
-	if p.After < values.PackedAge {
-		return res, fmt.Errorf("pack: a late-data window of %s is shorter than %s", p.After, values.PackedAge)
+	if p.After < PackedAge {
+		return res, fmt.Errorf("pack: a late-data window of %s is shorter than %s", p.After, PackedAge)
 	}
 	conn, err := p.Store.Pool.Acquire(ctx)
 	if err != nil {

@@ -1,7 +1,8 @@
-// Package storage tells what a stored point costs on disk: bytes per point of each
+package values
+
+// The storage report tells what a stored point costs on disk: bytes per point of each
 // table that holds values (raw values and the rollup tiers), split into heap, indexes
 // and TOAST (`sensorapi storage report`, docs/operations.md "Storage per point").
-package storage
 
 import (
 	"context"

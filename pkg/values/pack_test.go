@@ -1,4 +1,4 @@
-package storage_test
+package values_test
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sensordata/sensorapi/pkg/storage"
 	"github.com/sensordata/sensorapi/pkg/values"
 	"github.com/sensordata/sensorapi/testcontainers/testenv"
 )
@@ -81,8 +80,8 @@ func variableKey(t *testing.T, device, variable string) int64 {
 		WHERE d.label = $1 AND v.label = $2`, device, variable))
 }
 
-func packer() *storage.Packer {
-	return &storage.Packer{Store: &values.Store{Pool: env.DB.Pool}, After: window, Log: env.Log}
+func packer() *values.Packer {
+	return &values.Packer{Store: &values.Store{Pool: env.DB.Pool}, After: window, Log: env.Log}
 }
 
 // TestPackIsExactResumableAndGivesSpaceBack: packing moves every dot older than the
