@@ -9,7 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/sensordata/sensorapi/pkg/tiers"
+	"github.com/sensordata/sensorapi/pkg/values/tiers"
 )
 
 // The packed layout (sql/20261126300001_values_packed.up.sql): a (variable, UTC day)
@@ -142,12 +142,12 @@ func unpackDays(ctx context.Context, exec Exec, vars []int64, days []time.Time) 
 	return nil
 }
 
-// ClearPacked prepares a variable's values in [from, to] (ms, inclusive) for a writer
+// clearPacked prepares a variable's values in [from, to] (ms, inclusive) for a writer
 // that deletes and rewrites them as rows: the packed days inside the range are deleted
 // and the (at most two) packed days it cuts are unpacked, in the caller's transaction
-// (the synthetic variables' upkeep; Store.Delete). The caller holds the variable's row
+// (ReplaceRange, Store.Delete). The caller holds the variable's row
 // lock.
-func ClearPacked(ctx context.Context, exec Exec, key, from, to int64) error {
+func clearPacked(ctx context.Context, exec Exec, key, from, to int64) error {
 	start, end := time.UnixMilli(from).UTC(), time.UnixMilli(to).UTC()
 	if err := exec(ctx, `DELETE FROM values_packed
 		WHERE variable_id = $1 AND day >= $2 AND day + INTERVAL '1 day' - INTERVAL '1 microsecond' <= $3`,
@@ -157,10 +157,10 @@ func ClearPacked(ctx context.Context, exec Exec, key, from, to int64) error {
 	return unpackDays(ctx, exec, []int64{key, key}, []time.Time{Day(start), Day(end)})
 }
 
-// ClearPackedRanges is ClearPacked of many (variable, [from, to]) ranges at once, four
-// statements whatever their number (the synthetic variables' upkeep). A variable's
+// clearPackedRanges is clearPacked of many (variable, [from, to]) ranges at once, four
+// statements whatever their number (Replace). A variable's
 // ranges must not overlap.
-func ClearPackedRanges(ctx context.Context, exec Exec, keys, froms, tos []int64) error {
+func clearPackedRanges(ctx context.Context, exec Exec, keys, froms, tos []int64) error {
 	if len(keys) == 0 {
 		return nil
 	}

@@ -129,7 +129,7 @@ func (s *Store) Delete(ctx context.Context, key int64, r Range, follow func(ctx 
 		if _, err := tx.Exec(ctx, `SELECT FROM variables WHERE id = $1 FOR NO KEY UPDATE`, key); err != nil {
 			return fmt.Errorf("lock variable: %w", err)
 		}
-		if err := ClearPacked(ctx, execIn(tx), key, start.UnixMilli(), end.UnixMilli()); err != nil {
+		if err := clearPacked(ctx, execIn(tx), key, start.UnixMilli(), end.UnixMilli()); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, `DELETE FROM "values" WHERE variable_id = $1 AND ts BETWEEN $2 AND $3`,
@@ -137,7 +137,7 @@ func (s *Store) Delete(ctx context.Context, key int64, r Range, follow func(ctx 
 			return fmt.Errorf("delete values: %w", err)
 		}
 		first, last := start.UnixMilli(), end.UnixMilli()
-		if err := DeleteTiles(ctx, execIn(tx), []int64{key}, Range{Start: &first, End: &last}); err != nil {
+		if err := deleteTiles(ctx, execIn(tx), []int64{key}, Range{Start: &first, End: &last}); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, lastValueAfterDeleteSQL, key); err != nil {
@@ -149,19 +149,6 @@ func (s *Store) Delete(ctx context.Context, key int64, r Range, follow func(ctx 
 		return follow(ctx, tx)
 	})
 }
-
-// lastValueAfterDeleteSQL sets a variable's lastValue to its newest remaining dot, in
-// either layout (the newest packed one is in its newest packed day).
-const lastValueAfterDeleteSQL = `UPDATE variables
-SET (last_value, last_value_ts, last_value_context, last_value_created) = (
-    SELECT value, ts, context, created_at FROM (
-        (SELECT value, ts, context, created_at FROM "values" WHERE variable_id = $1 ORDER BY ts DESC LIMIT 1)
-        UNION ALL
-        (SELECT value, ts, context, created_at
-         FROM packed_rows(ARRAY[$1::bigint], packed_newest_day($1, 1, 'infinity'), 'infinity')
-         ORDER BY ts DESC LIMIT 1)
-    ) x ORDER BY ts DESC LIMIT 1)
-WHERE id = $1`
 
 // Statistic computes one aggregate over the range (count and sum are 0, the others
 // null, without data) from the rollup tiers and the raw values at the range's edges,
@@ -191,4 +178,46 @@ func (s *Store) statistic(ctx context.Context, q querybuilder.Query) (*float64, 
 	}
 	var v *float64
 	return v, s.Pool.QueryRow(ctx, sql, q.Args...).Scan(&v)
+}
+
+// afterSQL reads the values of each variable $2[i] newer than $3[i], oldest first, at
+// most $4 each, from both layouts (docs/storage.md), answering them with the tag
+// $1[i]. Packed values come up only when the reader lags the late-data window (an
+// outage of every instance, for the event evaluation): then a batch reads up to the end
+// of the first two packed days after $3[i] (d.upto), rows included, so that no older
+// value is passed over.
+const afterSQL = `SELECT e.tag, (extract(epoch FROM x.ts) * 1000)::bigint, x.value
+FROM unnest($1::bigint[], $2::bigint[], $3::timestamptz[]) AS e(tag, variable_id, after)
+CROSS JOIN LATERAL (
+    SELECT coalesce(min(day) + INTERVAL '2 days', 'infinity') AS upto FROM values_packed
+    WHERE variable_id = e.variable_id AND day >= time_bucket(INTERVAL '1 day', e.after)
+) d
+CROSS JOIN LATERAL (
+    SELECT ts, value FROM (
+        (SELECT ts, value FROM "values"
+         WHERE variable_id = e.variable_id AND ts > e.after AND ts < d.upto ORDER BY ts LIMIT $4)
+        UNION ALL
+        SELECT ts, value FROM packed_dots(e.after, least(d.upto, 'infinity') - INTERVAL '1 microsecond')
+        WHERE variable_id = e.variable_id AND ts > e.after
+    ) both_layouts ORDER BY ts LIMIT $4
+) x
+ORDER BY e.tag, x.ts`
+
+// After reads, for each i, up to limit values of variable keys[i] newer than after[i],
+// oldest first, in tx, and calls each with tags[i] and the value (ms, number).
+func After(ctx context.Context, tx pgx.Tx, tags, keys []int64, after []time.Time, limit int,
+	each func(tag, ts int64, value float64)) error {
+	rows, err := tx.Query(ctx, afterSQL, tags, keys, after, limit)
+	if err != nil {
+		return fmt.Errorf("read values after: %w", err)
+	}
+	var tag, ts int64
+	var v float64
+	if _, err := pgx.ForEachRow(rows, []any{&tag, &ts, &v}, func() error {
+		each(tag, ts, v)
+		return nil
+	}); err != nil {
+		return fmt.Errorf("read values after: %w", err)
+	}
+	return nil
 }

@@ -10,11 +10,11 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/sensordata/sensorapi/pkg/tiers"
+	"github.com/sensordata/sensorapi/pkg/values/tiers"
 	"github.com/sensordata/sensorapi/querybuilder"
 )
 
-// The rollup tiers (pkg/tiers: minutes, quarters, days) change in the same transaction
+// The rollup tiers (tiers: minutes, quarters, days) change in the same transaction
 // as the values they summarize, always after the variable's row is locked (lastValueSQL,
 // or Delete's lock), so that two writers of one variable update its tiles one after
 // the other and each statement sees what the other committed:
@@ -344,10 +344,24 @@ func execIn(tx pgx.Tx) Exec {
 	}
 }
 
-// DeleteTiles follows a delete of the values of vars in r (nil bounds are open) in every
+// DeleteAll removes every value of vars in both layouts and every rollup tile, in
+// the caller's transaction (the deletes of variables and devices, pkg/store).
+func DeleteAll(ctx context.Context, exec Exec, vars []int64) error {
+	if len(vars) == 0 {
+		return nil
+	}
+	for _, table := range RawTables {
+		if err := exec(ctx, `DELETE FROM `+table+` WHERE variable_id = ANY($1)`, vars); err != nil {
+			return fmt.Errorf("delete %s: %w", table, err)
+		}
+	}
+	return deleteTiles(ctx, exec, vars, Range{})
+}
+
+// deleteTiles follows a delete of the values of vars in r (nil bounds are open) in every
 // tier, finest first: the tiles inside r lost all their values and are deleted, the tile
 // at each closed end only some, and is recomputed from the tier below.
-func DeleteTiles(ctx context.Context, exec Exec, vars []int64, r Range) error {
+func deleteTiles(ctx context.Context, exec Exec, vars []int64, r Range) error {
 	for i, t := range tiers.All {
 		cond, ends := tilesInside(t, r)
 		args := []any{vars}

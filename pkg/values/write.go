@@ -12,8 +12,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/sensordata/sensorapi/pkg/notify"
 )
 
 // Store writes and reads values through pgx directly: binary array parameters keep a
@@ -126,96 +124,113 @@ func watched(rows []Row, watches func(int64) bool) []int64 {
 // devices and updates the rollup tiers: one round trip. It returns the notification
 // payloads of the variables whose lastValue moved, for NotifyLastValues once the
 // transaction has committed, and for the watched variables (sorted keys) their newest
-// timestamp before this write (nil: none), read under their rows' lock (Change.Prev).
+// timestamp before this write (nil: none), read under their rows' lock.
 func writeRows(ctx context.Context, tx pgx.Tx, rows []Row, t Targets, watched []int64) ([]string, map[int64]*int64, error) {
-	n := len(rows)
-	vars, ts, vals := make([]int64, n), make([]time.Time, n), make([]float64, n)
-	ctxs := make([]*string, n)
-	for i, r := range rows {
-		vars[i], ts[i], vals[i] = r.Variable, time.UnixMilli(r.TS).UTC(), r.Value
-		if r.Context != nil {
-			s := string(r.Context)
-			ctxs[i] = &s
-		}
-	}
-	lv := lastPerVariable(rows, t.Variables)
-	devIDs, devLabels := sortedDevices(t.Devices)
-	// Lock order: devices (ascending id) before their variables, in every writer. A
-	// writer that created variables already holds its device's row (the count
-	// trigger); taking variable rows first elsewhere would deadlock with it.
-	// The rollup tiers come after lastValueSQL, in a second round trip when any tile
-	// ends by its variable's mark (rollupmark.go): the variables' rows are locked then
-	// (see tiers.go), and lastValueSQL read their marks. A batch owns its queued
-	// queries, so each gets new ones.
-	var devicesSeen, varsSeen int64
-	var moved []string
-	var marks map[int64]int64
-	var prev map[int64]*int64
-	batch := func(valuesSQL string) []*pgx.QueuedQuery {
-		varsSeen, moved = 0, moved[:0]
-		b := &pgx.Batch{}
-		if len(devIDs) > 1 {
-			// an UPDATE … FROM locks rows in whatever order its join runs: take them
-			// in key order first, or two batches sharing devices can deadlock
-			b.Queue(lockDevicesSQL, devIDs)
-		}
-		b.Queue(valuesSQL, vars, ts, vals, ctxs)
-		b.Queue(lastActivitySQL, devIDs, devLabels).Exec(func(ct pgconn.CommandTag) error {
-			devicesSeen = ct.RowsAffected()
-			return nil
-		})
-		if len(watched) > 0 {
-			// the newest timestamp before this write, under the lock lastValueSQL takes
-			// anyway (same mode, key order): the chain of the variable's writes
-			b.Queue(prevValueSQL, watched).Query(func(rows pgx.Rows) error {
-				prev = make(map[int64]*int64, len(watched))
-				for rows.Next() {
-					var id int64
-					var ts *int64
-					if err := rows.Scan(&id, &ts); err != nil {
-						return err
-					}
-					prev[id] = ts
-				}
-				return rows.Err()
-			})
-		}
-		b.Queue(lastValueSQL, lv.vars, lv.labels, lv.ts, lv.vals, lv.ctxs).Query(func(rows pgx.Rows) error {
-			var err error
-			moved, marks, err = movedPayloads(rows)
-			varsSeen = int64(len(marks))
-			return err
-		})
-		return b.QueuedQueries
-	}
-
+	w := newRowWrite(rows, t, watched)
 	// Fast path: a plain INSERT, about twice as fast as ON CONFLICT on a hypertable
 	// (measured: 500k rows 6.0 s vs 13.6 s). Rows that exist already (a retried request)
 	// make it fail with a unique violation: then the savepoint undoes it and the upsert
 	// runs instead, and the tiles it touched are recomputed rather than added to.
 	// Either way the same rows end up stored.
 	tiles := addQueries
-	err := sendBatch(ctx, tx, append([]*pgx.QueuedQuery{{SQL: "SAVEPOINT fast_insert"}}, batch(insertValuesSQL)...))
+	err := sendBatch(ctx, tx, append([]*pgx.QueuedQuery{{SQL: "SAVEPOINT fast_insert"}}, w.queries(insertValuesSQL)...))
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && pe.Code == "23505" {
 		if _, rerr := tx.Exec(ctx, "ROLLBACK TO SAVEPOINT fast_insert"); rerr != nil {
 			return nil, nil, fmt.Errorf("write values: %w", rerr)
 		}
 		tiles = recomputeQueries
-		err = sendBatch(ctx, tx, batch(upsertValuesSQL))
+		err = sendBatch(ctx, tx, w.queries(upsertValuesSQL))
 	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("write values: %w", err)
 	}
-	if devicesSeen != int64(len(devIDs)) || varsSeen != int64(len(lv.vars)) {
+	if w.devicesSeen != int64(len(w.devIDs)) || w.varsSeen != int64(len(w.lv.vars)) {
 		return nil, nil, ErrStale
 	}
-	if qs := tiles(rows, marks); len(qs) > 0 {
+	if qs := tiles(rows, w.marks); len(qs) > 0 {
 		if err := sendBatch(ctx, tx, qs); err != nil {
 			return nil, nil, fmt.Errorf("write rollup tiles: %w", err)
 		}
 	}
-	return moved, prev, nil
+	return w.moved, w.prev, nil
+}
+
+// rowWrite is one writeRows: its statements' arguments, and what they read back.
+type rowWrite struct {
+	vars      []int64
+	ts        []time.Time
+	vals      []float64
+	ctxs      []*string
+	lv        lastValues
+	devIDs    []int64
+	devLabels []string
+	watched   []int64
+
+	devicesSeen, varsSeen int64
+	moved                 []string
+	marks                 map[int64]int64  // rollup marks (ms) by key
+	prev                  map[int64]*int64 // the watched variables' newest timestamps before
+}
+
+func newRowWrite(rows []Row, t Targets, watched []int64) *rowWrite {
+	n := len(rows)
+	w := &rowWrite{vars: make([]int64, n), ts: make([]time.Time, n), vals: make([]float64, n), ctxs: make([]*string, n),
+		lv: lastPerVariable(rows, t.Variables), watched: watched}
+	for i, r := range rows {
+		w.vars[i], w.ts[i], w.vals[i] = r.Variable, time.UnixMilli(r.TS).UTC(), r.Value
+		if r.Context != nil {
+			s := string(r.Context)
+			w.ctxs[i] = &s
+		}
+	}
+	w.devIDs, w.devLabels = sortedDevices(t.Devices)
+	return w
+}
+
+// queries are the statements of one attempt, the values written by valuesSQL. Lock
+// order: devices (ascending id) before their variables, in every writer. A writer that
+// created variables already holds its device's row (the count trigger); taking
+// variable rows first elsewhere would deadlock with it. The rollup tiers come after
+// lastValueSQL, in a second round trip when any tile ends by its variable's mark
+// (rollupmark.go): the variables' rows are locked then (see tiers.go), and lastValueSQL
+// read their marks. A batch owns its queued queries, so each attempt gets new ones.
+func (w *rowWrite) queries(valuesSQL string) []*pgx.QueuedQuery {
+	w.varsSeen, w.moved = 0, w.moved[:0]
+	b := &pgx.Batch{}
+	if len(w.devIDs) > 1 {
+		// an UPDATE … FROM locks rows in whatever order its join runs: take them
+		// in key order first, or two batches sharing devices can deadlock
+		b.Queue(lockDevicesSQL, w.devIDs)
+	}
+	b.Queue(valuesSQL, w.vars, w.ts, w.vals, w.ctxs)
+	b.Queue(lastActivitySQL, w.devIDs, w.devLabels).Exec(func(ct pgconn.CommandTag) error {
+		w.devicesSeen = ct.RowsAffected()
+		return nil
+	})
+	if len(w.watched) > 0 {
+		// the newest timestamp before this write, under the lock lastValueSQL takes
+		// anyway (same mode, key order): the chain of the variable's writes
+		b.Queue(prevValueSQL, w.watched).Query(func(rows pgx.Rows) error {
+			w.prev = make(map[int64]*int64, len(w.watched))
+			for rows.Next() {
+				var id int64
+				var ts *int64 // a new one per row: the map keeps it
+				if err := rows.Scan(&id, &ts); err != nil {
+					return err
+				}
+				w.prev[id] = ts
+			}
+			return rows.Err()
+		})
+	}
+	b.Queue(lastValueSQL, w.lv.vars, w.lv.labels, w.lv.ts, w.lv.vals, w.lv.ctxs).Query(func(rows pgx.Rows) error {
+		var err error
+		w.moved, w.marks, err = movedPayloads(rows)
+		w.varsSeen = int64(len(w.marks))
+		return err
+	})
+	return b.QueuedQueries
 }
 
 // prevValueSQL locks the variables' rows (as lastValueSQL does, in key order) and
@@ -259,7 +274,7 @@ SET value = EXCLUDED.value, context = EXCLUDED.context, created_at = now()`
 // Each row returns its variable's rollup mark (rollupmark.go: which tiles the write
 // keeps) and the last-value notification of its variable when this write moved its
 // lastValue (the new last_value_ts is this batch's newest timestamp for it), NULL
-// otherwise: the payload of API.md §12's deliveries (pkg/mqtt reads it).
+// otherwise (payloadSQL).
 const lastValueSQL = `UPDATE variables v SET
     last_activity      = now(),
     last_value         = CASE WHEN v.last_value_ts IS NULL OR u.ts >= v.last_value_ts THEN u.value ELSE v.last_value END,
@@ -269,72 +284,8 @@ const lastValueSQL = `UPDATE variables v SET
 FROM unnest($1::bigint[], $2::text[], $3::timestamptz[], $4::float8[], $5::jsonb[]) AS u(id, label, ts, value, context),
     devices d
 WHERE v.id = u.id AND v.label = u.label AND d.id = v.device_id
-RETURNING v.id, v.account_id, (extract(epoch FROM v.rollups_until) * 1000)::bigint, CASE WHEN v.last_value_ts = u.ts THEN
-    jsonb_build_object('a', v.account_id, 'd', d.label, 'v', v.label, 'value', v.last_value,
-        'ts', (extract(epoch FROM v.last_value_ts) * 1000)::bigint,
-        'c', coalesce(v.last_value_context, '{}'::jsonb))::text END`
-
-// maxNotifyPayload keeps a notification under PostgreSQL's 8000-byte limit; a larger
-// one (a large context) names the variable, and the listeners read the value back.
-const maxNotifyPayload = 7900
-
-// movedPayloads reads lastValueSQL's rows: the payloads of the variables whose
-// lastValue moved, and the rollup mark (ms) of each variable the update matched.
-func movedPayloads(rows pgx.Rows) ([]string, map[int64]int64, error) {
-	var out []string
-	marks := map[int64]int64{}
-	for rows.Next() {
-		var id, account, mark int64
-		var payload *string
-		if err := rows.Scan(&id, &account, &mark, &payload); err != nil {
-			return nil, nil, fmt.Errorf("read moved last values: %w", err)
-		}
-		marks[id] = mark
-		switch {
-		case payload == nil:
-		case len(*payload) > maxNotifyPayload:
-			out = append(out, fmt.Sprintf(`{"a":%d,"id":%d,"reread":true}`, account, id))
-		default:
-			out = append(out, *payload)
-		}
-	}
-	return out, marks, rows.Err()
-}
-
-// notifyLastValuesSQL sends the payloads in a transaction of its own, after the write
-// committed. Why not a trigger in the writing transaction: PostgreSQL holds its
-// notification queue lock from a notifying transaction's pre-commit through its WAL
-// flush, so every writer that notifies waits for the others' flushes in line. Here
-// only this short transaction notifies, and it commits without waiting for its flush
-// (it changed nothing that must survive a crash: the values committed before it).
-var notifyLastValuesSQL = []*pgx.QueuedQuery{
-	{SQL: "BEGIN"},
-	{SQL: "SET LOCAL synchronous_commit = off"},
-	{SQL: `SELECT pg_notify('` + notify.LastValueChannel + `', p) FROM unnest($1::text[]) AS p`},
-	{SQL: "COMMIT"},
-}
-
-// notifyLastValues tells every instance's listeners about lastValues that moved. A
-// failure is logged, not returned: the values are committed and acknowledged either
-// way; subscribers get the current value again when they resubscribe.
-func (s *Store) NotifyLastValues(ctx context.Context, payloads []string) {
-	if len(payloads) == 0 {
-		return
-	}
-	stmts := make([]*pgx.QueuedQuery, len(notifyLastValuesSQL))
-	for i, q := range notifyLastValuesSQL {
-		stmts[i] = &pgx.QueuedQuery{SQL: q.SQL}
-	}
-	stmts[2].Arguments = []any{payloads}
-	b := &pgx.Batch{QueuedQueries: stmts}
-	if err := s.Pool.SendBatch(ctx, b).Close(); err != nil {
-		log := s.Log
-		if log == nil {
-			log = slog.Default()
-		}
-		log.Warn("last-value notifications not sent", "variables", len(payloads), "error", err.Error())
-	}
-}
+RETURNING v.id, v.account_id, (extract(epoch FROM v.rollups_until) * 1000)::bigint,
+    CASE WHEN v.last_value_ts = u.ts THEN ` + payloadSQL + ` END`
 
 const lockDevicesSQL = `SELECT FROM devices WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE`
 
