@@ -181,41 +181,66 @@ func clearPackedRanges(ctx context.Context, exec Exec, keys, froms, tos []int64)
 // lockVariablesSQL takes the variables' rows in key order (after their devices').
 const lockVariablesSQL = `SELECT FROM variables WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE`
 
+// packedAmongSQL lists which of the (variable, day) pairs are packed.
+const packedAmongSQL = `SELECT p.variable_id, p.day FROM values_packed p
+JOIN (SELECT DISTINCT * FROM unnest($1::bigint[], $2::timestamptz[])) AS w(variable_id, day)
+  ON p.variable_id = w.variable_id AND p.day = w.day`
+
 // unpackOld unpacks the packed days that rows older than PackedAge fall in, before a
 // write adds to them: under the rows' devices' and variables' locks (in the writers'
 // lock order), so that no packer packs a day between this look and the write. Rows
-// newer than PackedAge cannot touch a packed day and cost nothing here.
+// newer than PackedAge cannot touch a packed day and cost nothing here. Old rows cost
+// one round trip per batch: the locks and one probe of the batch's (variable, day)
+// pairs; the unpack statements run only for the days found packed (rare: late data a
+// few days old, not a bulk load of history).
 func unpackOld(ctx context.Context, tx pgx.Tx, rows []Row, t Targets) error {
-	cutoff := time.Now().Add(-PackedAge).UnixMilli()
-	var vars []int64
-	var days []time.Time
-	for _, r := range rows { // sorted by (variable, ts)
-		if r.TS >= cutoff {
-			continue
-		}
-		d := Day(time.UnixMilli(r.TS))
-		if n := len(vars); n > 0 && vars[n-1] == r.Variable && days[n-1].Equal(d) {
-			continue
-		}
-		vars, days = append(vars, r.Variable), append(days, d)
-	}
+	vars, days := oldDays(rows, time.Now().Add(-PackedAge).UnixMilli())
 	if len(vars) == 0 {
 		return nil
 	}
 	devIDs, _ := sortedDevices(slices.Clone(t.Devices)) // it compacts in place: writeRows reads t after
-	// one round trip: the locks, then the unpack statements (cheap index probes when
-	// none of the days is packed, the usual case of a bulk load of history)
-	stmts := []*pgx.QueuedQuery{
-		{SQL: lockDevicesSQL, Arguments: []any{devIDs}},
-		{SQL: lockVariablesSQL, Arguments: []any{vars}},
+	var packedVars []int64
+	var packedDays []time.Time
+	b := &pgx.Batch{}
+	b.Queue(lockDevicesSQL, devIDs)
+	b.Queue(lockVariablesSQL, vars)
+	b.Queue(packedAmongSQL, vars, days).Query(func(rows pgx.Rows) error {
+		var v int64
+		var d time.Time
+		_, err := pgx.ForEachRow(rows, []any{&v, &d}, func() error {
+			packedVars, packedDays = append(packedVars, v), append(packedDays, d)
+			return nil
+		})
+		return err
+	})
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("look for packed days before writing: %w", err)
 	}
-	for _, q := range unpackSQL {
-		stmts = append(stmts, &pgx.QueuedQuery{SQL: q, Arguments: []any{vars, days}})
+	if len(packedVars) == 0 {
+		return nil
 	}
-	if err := sendBatch(ctx, tx, stmts); err != nil {
-		return fmt.Errorf("unpack before writing: %w", err)
+	if err := unpackDays(ctx, execIn(tx), packedVars, packedDays); err != nil {
+		return fmt.Errorf("before writing: %w", err)
 	}
 	return nil
+}
+
+// oldDays are the distinct (variable, UTC day) pairs of the rows (sorted by (variable,
+// ts)) older than cutoff (ms).
+func oldDays(rows []Row, cutoff int64) ([]int64, []time.Time) {
+	const dayMs = int64(24 * time.Hour / time.Millisecond)
+	var vars, starts []int64
+	for _, r := range rows {
+		if r.TS >= cutoff {
+			continue
+		}
+		d := r.TS - ((r.TS%dayMs)+dayMs)%dayMs // floor, also before 1970
+		if n := len(vars); n > 0 && vars[n-1] == r.Variable && starts[n-1] == d {
+			continue
+		}
+		vars, starts = append(vars, r.Variable), append(starts, d)
+	}
+	return vars, millisToTimes(starts)
 }
 
 // restoreMinutesSQL gives the packed days in [$1, $2) their minute tiles back, from
