@@ -7,11 +7,11 @@ import (
 
 	sq "github.com/Masterminds/squirrel"
 
-	"github.com/sensordata/sensorapi/pkg/tiers"
+	"github.com/sensordata/sensorapi/pkg/values/tiers"
 )
 
 // Count, sum, mean, min, max, std, first and last of a range add up from parts, so the
-// compiler answers them from summary rows: whole tiles of the rollup tiers (pkg/tiers,
+// compiler answers them from summary rows: whole tiles of the rollup tiers (pkg/values/tiers,
 // kept exact by the write path) wherever they fit, and raw values only where a range
 // edge cuts a minute. A range is covered coarsest first: whole days in its middle,
 // then quarters, then minutes towards its edges, then the raw values of the partial
@@ -41,7 +41,7 @@ func rawColumns(prefix string, cols []string) string {
 		case "sum", "min", "max", "first_value", "last_value":
 			e = v
 		case "ks", "m2":
-			// no spread beyond ±1e150 or below 1e-100 (pkg/ingest spreadLimit, spreadFloor)
+			// no spread beyond ±1e150 or below 1e-100 (pkg/values spreadLimit, spreadFloor)
 			e = "CASE WHEN abs(" + v + ") <= 1e150 AND (" + v + " = 0 OR abs(" + v + ") >= 1e-100) THEN 0::float8 END"
 		case "first_ts", "last_ts", "min_ts", "max_ts":
 			e = t

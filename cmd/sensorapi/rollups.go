@@ -9,9 +9,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/sensordata/sensorapi/pkg/ingest"
 	"github.com/sensordata/sensorapi/pkg/progress"
 	"github.com/sensordata/sensorapi/pkg/retention"
+	"github.com/sensordata/sensorapi/pkg/values"
 )
 
 const rollupsUsage = `Usage: sensorapi rollups rebuild|check [--since TIME]
@@ -79,7 +79,7 @@ func rollupsCmd(ctx context.Context, args []string) error {
 			h.Format(time.RFC3339))
 		from = h
 	}
-	st := &ingest.Store{Pool: db.Pool}
+	st := &values.Store{Pool: db.Pool}
 	if sub == "check" {
 		return checkRollups(ctx, st, from)
 	}
@@ -94,7 +94,7 @@ func rollupsCmd(ctx context.Context, args []string) error {
 }
 
 // checkRollups prints the tiles whose rollups differ from the values.
-func checkRollups(ctx context.Context, st *ingest.Store, from time.Time) error {
+func checkRollups(ctx context.Context, st *values.Store, from time.Time) error {
 	count, end := reportVariables("checking the rollup tiers")
 	bad, err := st.CheckTiers(ctx, from, count)
 	end()

@@ -12,8 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/sensordata/sensorapi/pkg/config"
-	"github.com/sensordata/sensorapi/pkg/ingest"
-	"github.com/sensordata/sensorapi/pkg/storage"
+	"github.com/sensordata/sensorapi/pkg/values"
 )
 
 const storageUsage = `Usage: sensorapi storage report|pack [--after D]
@@ -36,7 +35,7 @@ Examples:
 func storageCmd(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("storage", flag.ContinueOnError)
 	after := fs.String("after", "", "pack days older than this (default: SENSORAPI_PACK_AFTER, or 2d)")
-	workers := fs.Int("workers", storage.DefaultWorkers, "days packed at once (database backends)")
+	workers := fs.Int("workers", values.DefaultWorkers, "days packed at once (database backends)")
 	fs.Usage = func() { fmt.Fprint(fs.Output(), storageUsage); fs.PrintDefaults() }
 	sub := ""
 	if len(args) > 0 {
@@ -66,7 +65,7 @@ func storageCmd(ctx context.Context, args []string) error {
 	if sub == "pack" {
 		return packNow(ctx, db.Pool, cfg.PackAfter, *workers)
 	}
-	r, err := storage.Measure(ctx, db.Pool)
+	r, err := values.Measure(ctx, db.Pool)
 	if err != nil {
 		return err
 	}
@@ -78,7 +77,7 @@ func packNow(ctx context.Context, pool *pgxpool.Pool, after time.Duration, worke
 	if after == 0 {
 		after = config.DefaultPackAfter // SENSORAPI_PACK_AFTER=off stops the job, not this command
 	}
-	p := &storage.Packer{Store: &ingest.Store{Pool: pool}, After: after, Log: slog.Default(), Workers: workers}
+	p := &values.Packer{Store: &values.Store{Pool: pool}, After: after, Log: slog.Default(), Workers: workers}
 	start := time.Now()
 	res, err := p.Run(ctx)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/sensordata/sensorapi/pkg/ingest"
 	"github.com/sensordata/sensorapi/pkg/loadgen"
 	"github.com/sensordata/sensorapi/pkg/store"
+	"github.com/sensordata/sensorapi/pkg/values"
 	"github.com/sensordata/sensorapi/querybuilder"
 )
 
@@ -32,7 +33,7 @@ type series struct {
 	points           int
 }
 
-// loadSeries writes the year through ingest.Store in-process (the HTTP path is measured
+// loadSeries writes the year through values.Store in-process (the HTTP path is measured
 // by the ingestion benchmark; here only the data matters).
 func loadSeries(ctx context.Context, h *benchharness.Harness, points int) (series, error) {
 	acct, tok, err := h.NewAccount(ctx, "analytics")
@@ -43,7 +44,7 @@ func loadSeries(ctx context.Context, h *benchharness.Harness, points int) (serie
 		Interval: 3 * time.Second, Seed: 2, Batch: 20000}
 	s := series{account: acct, token: tok, device: loadgen.DeviceLabel(0), variable: loadgen.VariableLabel(0), start: spec.Start,
 		end: spec.Start.Add(time.Duration(points-1) * spec.Interval), points: points}
-	st := ingest.Direct(&ingest.Store{Pool: h.DB.Pool})
+	st := ingest.Direct(&values.Store{Pool: h.DB.Pool})
 	fmt.Printf("loading %d points into one variable (a year at 3 s)...\n", points)
 	t0 := time.Now()
 	if _, err := timeLoad(spec, func(b loadgen.Batch) error { return st.ToDevice(ctx, acct, b.Device, b.Dots) }); err != nil {

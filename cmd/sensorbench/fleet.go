@@ -16,6 +16,7 @@ import (
 	"github.com/sensordata/sensorapi/cmd/internal/benchharness"
 	"github.com/sensordata/sensorapi/pkg/ingest"
 	"github.com/sensordata/sensorapi/pkg/loadgen"
+	"github.com/sensordata/sensorapi/pkg/values"
 )
 
 // The fleet workload (issue "fleet ingestion"): many devices each sending one small
@@ -309,7 +310,7 @@ func servicePathFloor(ctx context.Context, h *benchharness.Harness, d time.Durat
 	if err != nil {
 		return nil, err
 	}
-	st := ingest.Direct(&ingest.Store{Pool: h.DB.Pool})
+	st := ingest.Direct(&values.Store{Pool: h.DB.Pool})
 	keys := make([]map[string]int64, fleetDevices)
 	devs := make([]int64, fleetDevices)
 	for dev := range fleetDevices {

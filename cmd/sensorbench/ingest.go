@@ -10,6 +10,7 @@ import (
 	"github.com/sensordata/sensorapi/cmd/internal/benchharness"
 	"github.com/sensordata/sensorapi/pkg/ingest"
 	"github.com/sensordata/sensorapi/pkg/loadgen"
+	"github.com/sensordata/sensorapi/pkg/values"
 )
 
 const (
@@ -18,7 +19,7 @@ const (
 )
 
 // benchIngest writes the same data set twice, into two fresh accounts: through HTTP
-// (bulk device posts from concurrent clients) and through ingest.Store in-process —
+// (bulk device posts from concurrent clients) and through values.Store in-process —
 // the same statements without HTTP, JSON or auth: the floor.
 func benchIngest(ctx context.Context, h *benchharness.Harness, dots int) error {
 	const variables = 10
@@ -29,7 +30,7 @@ func benchIngest(ctx context.Context, h *benchharness.Harness, dots int) error {
 	if err != nil {
 		return err
 	}
-	st := ingest.Direct(&ingest.Store{Pool: h.DB.Pool})
+	st := ingest.Direct(&values.Store{Pool: h.DB.Pool})
 	floor, err := timeLoad(spec, func(b loadgen.Batch) error { return st.ToDevice(ctx, floorAcct, b.Device, b.Dots) })
 	if err != nil {
 		return fmt.Errorf("floor: %w", err)
@@ -49,7 +50,7 @@ func benchIngest(ctx context.Context, h *benchharness.Harness, dots int) error {
 	}
 	n := float64(spec.Total())
 	fmt.Printf("ingestion: %d dots, %d per request, %d concurrent clients\n", spec.Total(), ingestBatch, ingestConcurrency)
-	fmt.Printf("  floor (ingest.Store, no HTTP)  %10.0f dots/s\n", n/floor.Seconds())
+	fmt.Printf("  floor (values.Store, no HTTP)  %10.0f dots/s\n", n/floor.Seconds())
 	fmt.Printf("  HTTP  (POST /api/v1.6/devices) %10.0f dots/s   %.2f × floor   (targets: ≥ 100000 dots/s, ≥ 0.5 × floor)\n",
 		n/viaHTTP.Seconds(), floor.Seconds()/viaHTTP.Seconds())
 	fmt.Printf("  server peak RSS %.0f MiB (target < 256 MiB)\n\n", peak)

@@ -15,8 +15,7 @@ import (
 
 	"github.com/sensordata/sensorapi/cmd/internal/benchharness"
 	"github.com/sensordata/sensorapi/pkg/config"
-	"github.com/sensordata/sensorapi/pkg/ingest"
-	"github.com/sensordata/sensorapi/pkg/storage"
+	"github.com/sensordata/sensorapi/pkg/values"
 )
 
 // seriesKind is one kind of series of issue 32's storage benchmark: every interval
@@ -87,7 +86,7 @@ func benchStorage(ctx context.Context, h *benchharness.Harness) error {
 	if err != nil {
 		return err
 	}
-	rows, err := storage.Measure(ctx, h.DB.Pool)
+	rows, err := values.Measure(ctx, h.DB.Pool)
 	if err != nil {
 		return err
 	}
@@ -95,8 +94,8 @@ func benchStorage(ctx context.Context, h *benchharness.Harness) error {
 	if err := rows.Print(os.Stdout); err != nil {
 		return err
 	}
-	p := &storage.Packer{Store: &ingest.Store{Pool: h.DB.Pool}, After: config.DefaultPackAfter, Log: slog.Default(),
-		Workers: storage.DefaultWorkers}
+	p := &values.Packer{Store: &values.Store{Pool: h.DB.Pool}, After: config.DefaultPackAfter, Log: slog.Default(),
+		Workers: values.DefaultWorkers}
 	t0 := time.Now()
 	res, err := p.Run(ctx)
 	if err != nil {
@@ -112,7 +111,7 @@ func benchStorage(ctx context.Context, h *benchharness.Harness) error {
 	}
 	fmt.Printf("  storage pack (%d workers): %d days, %d points in %.1fs = %.0f points/s (target ≥ 500,000), %d chunks dropped\n",
 		p.Workers, res.Days, res.Points, took.Seconds(), float64(res.Points)/took.Seconds(), len(res.Chunks))
-	after, err := storage.Measure(ctx, h.DB.Pool)
+	after, err := values.Measure(ctx, h.DB.Pool)
 	if err != nil {
 		return err
 	}

@@ -18,9 +18,8 @@ import (
 
 	"github.com/sensordata/sensorapi/cmd/internal/benchharness"
 	"github.com/sensordata/sensorapi/pkg/config"
-	"github.com/sensordata/sensorapi/pkg/ingest"
-	"github.com/sensordata/sensorapi/pkg/storage"
 	"github.com/sensordata/sensorapi/pkg/store"
+	"github.com/sensordata/sensorapi/pkg/values"
 	"github.com/sensordata/sensorapi/querybuilder"
 )
 
@@ -105,8 +104,8 @@ func benchTiers(ctx context.Context, h *benchharness.Harness, scale float64) err
 // naive SQL over both layouts, then reports the bytes per point of every table.
 func benchPacked(ctx context.Context, h *benchharness.Harness, week, year tierSet) error {
 	t0 := time.Now()
-	p := &storage.Packer{Store: &ingest.Store{Pool: h.DB.Pool}, After: config.DefaultPackAfter, Log: slog.Default(),
-		Workers: storage.DefaultWorkers}
+	p := &values.Packer{Store: &values.Store{Pool: h.DB.Pool}, After: config.DefaultPackAfter, Log: slog.Default(),
+		Workers: values.DefaultWorkers}
 	res, err := p.Run(ctx)
 	if err != nil {
 		return err
@@ -116,7 +115,7 @@ func benchPacked(ctx context.Context, h *benchharness.Harness, week, year tierSe
 	if err := runTierCases(ctx, h, tierCases(&week, &year, bothWhere), 2); err != nil {
 		return err
 	}
-	r, err := storage.Measure(ctx, h.DB.Pool)
+	r, err := values.Measure(ctx, h.DB.Pool)
 	if err != nil {
 		return err
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/sensordata/sensorapi/cmd/internal/benchharness"
 	"github.com/sensordata/sensorapi/pkg/ingest"
 	"github.com/sensordata/sensorapi/pkg/loadgen"
+	"github.com/sensordata/sensorapi/pkg/values"
 )
 
 type options struct {
@@ -84,7 +85,7 @@ type dataset struct {
 	start, end time.Time
 }
 
-// preload writes the data set in-process through ingest.Store (the same statements as
+// preload writes the data set in-process through values.Store (the same statements as
 // the ingestion route; only the data matters here) into an account of its own.
 func preload(ctx context.Context, h *benchharness.Harness, o options) (dataset, error) {
 	acct, tok, err := h.NewAccount(ctx, "load_"+strconv.FormatInt(time.Now().UnixNano(), 36))
@@ -94,7 +95,7 @@ func preload(ctx context.Context, h *benchharness.Harness, o options) (dataset, 
 	spec := loadgen.Spec{Devices: o.devices, Variables: o.variables, Points: o.points,
 		Start: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC), Interval: 10 * time.Second, Seed: 3, Batch: 10_000}
 	t0 := time.Now()
-	st := ingest.Direct(&ingest.Store{Pool: h.DB.Pool})
+	st := ingest.Direct(&values.Store{Pool: h.DB.Pool})
 	if err := spec.Batches(func(b loadgen.Batch) error { return st.ToDevice(ctx, acct, b.Device, b.Dots) }); err != nil {
 		return dataset{}, err
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/sensordata/sensorapi/pkg/events"
 	"github.com/sensordata/sensorapi/pkg/ingest"
 	"github.com/sensordata/sensorapi/pkg/store"
+	"github.com/sensordata/sensorapi/pkg/values"
 	"github.com/sensordata/sensorapi/testcontainers/testenv"
 )
 
@@ -822,7 +823,7 @@ func TestEventSweepCatchesUp(t *testing.T) {
 	}
 	// the service's own write path (values, last value, rollup tiers), with no
 	// follower to tell
-	direct := ingest.Direct(&ingest.Store{Pool: env.DB.Pool})
+	direct := ingest.Direct(&values.Store{Pool: env.DB.Pool})
 	if err := direct.ToDevice(context.Background(), acct, "s", []ingest.Dot{{Target: "v", Value: 7, TS: 5000}}); err != nil {
 		t.Fatal(err)
 	}

@@ -12,8 +12,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/sensordata/sensorapi/pkg/config"
-	"github.com/sensordata/sensorapi/pkg/ingest"
 	"github.com/sensordata/sensorapi/pkg/notify"
+	"github.com/sensordata/sensorapi/pkg/values"
 	"github.com/sensordata/sensorapi/testcontainers/testenv"
 )
 
@@ -471,7 +471,7 @@ func TestRollupsStayExactUnderRandomMutations(t *testing.T) {
 			t.Fatalf("delete: %d %s", r.Status, r.Body)
 		}
 	}
-	st := &ingest.Store{Pool: env.DB.Pool}
+	st := &values.Store{Pool: env.DB.Pool}
 	for d := range 2 {
 		_, dev := deviceKeys(t, fmt.Sprintf("mut-%d", d), c.Token)
 		for _, label := range []string{"v", "u"} {

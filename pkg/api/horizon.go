@@ -22,7 +22,7 @@ func (s *Server) readHorizon(c *gin.Context, start *time.Time) *time.Time {
 	return &h
 }
 
-// rollupsUntil is the rollup tiles' mark (pkg/ingest rollupmark.go): reads take the
+// rollupsUntil is the rollup tiles' mark (pkg/values rollupmark.go): reads take the
 // tiles ending by it only. When it cannot be read, the last one known is used (none at
 // first: no tile at all, slower but exact).
 func (s *Server) rollupsUntil(ctx context.Context) *time.Time {

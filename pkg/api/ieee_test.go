@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sensordata/sensorapi/pkg/ingest"
+	"github.com/sensordata/sensorapi/pkg/values"
 )
 
 // TestSumsPastTheLargestDouble: values are any finite doubles, so sums of them can pass
@@ -26,7 +26,7 @@ func TestSumsPastTheLargestDouble(t *testing.T) {
 	}
 	postDots(t, c, "huge", "h", [2]float64{float64(old + 120_000), 5})
 	id := variableIDIn(t, c, "huge", "h")
-	if _, err := (&ingest.Store{Pool: env.DB.Pool}).CatchUp(ctx, time.UnixMilli(now+120_000)); err != nil {
+	if _, err := (&values.Store{Pool: env.DB.Pool}).CatchUp(ctx, time.UnixMilli(now+120_000)); err != nil {
 		t.Fatalf("CatchUp over tiles whose sums pass the largest double: %v", err)
 	}
 	if drift, _ := rollupDrift(t); drift != 0 {
@@ -70,7 +70,7 @@ func TestSumsPastTheLargestDouble(t *testing.T) {
 	if err := env.DB.Pool.QueryRow(ctx, `SELECT id FROM variables WHERE public_id = $1`, tiny).Scan(&tinyKey); err != nil {
 		t.Fatal(err)
 	}
-	if err := (&ingest.Store{Pool: env.DB.Pool}).RebuildVariable(ctx, tinyKey, time.Time{}); err != nil {
+	if err := (&values.Store{Pool: env.DB.Pool}).RebuildVariable(ctx, tinyKey, time.Time{}); err != nil {
 		t.Fatalf("rebuild the tiers of 5e-324, 0, 0: %v", err)
 	}
 	for _, path := range []string{

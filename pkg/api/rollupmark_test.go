@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sensordata/sensorapi/pkg/ingest"
+	"github.com/sensordata/sensorapi/pkg/values"
 )
 
 // TestTilesFollowTheMark: values after a variable's rollups_until reach no tile; CatchUp
@@ -21,7 +21,7 @@ import (
 func TestTilesFollowTheMark(t *testing.T) {
 	ctx := context.Background()
 	c := env.Client(t).As(env.NewAccount(t))
-	st := &ingest.Store{Pool: env.DB.Pool}
+	st := &values.Store{Pool: env.DB.Pool}
 	post := func(batch []any) {
 		t.Helper()
 		if r := c.Post("/api/v1.6/devices/marked/t/values", batch); r.Status != 201 {
@@ -170,7 +170,7 @@ func TestTilesFollowTheMark(t *testing.T) {
 func TestCatchUpIsolatesAFailingVariable(t *testing.T) {
 	ctx := context.Background()
 	c := env.Client(t).As(env.NewAccount(t))
-	st := &ingest.Store{Pool: env.DB.Pool}
+	st := &values.Store{Pool: env.DB.Pool}
 	soon := time.Now().Add(time.Hour).Truncate(time.Minute).UnixMilli()
 	for _, d := range []struct {
 		path string

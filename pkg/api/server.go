@@ -39,7 +39,7 @@ type Server struct {
 	// Horizon is the raw horizon (API.md §16), read at most every server.HorizonTTL: writes
 	// before it are refused, reads before it answer from the rollup tiers.
 	Horizon *retention.Cache
-	// Rollups is the rollup tiles' mark (ingest.RollupsUntil), read at most every
+	// Rollups is the rollup tiles' mark (values.RollupsUntil), read at most every
 	// server.HorizonTTL: reads take tiles only before it, raw values after it.
 	Rollups *cache.Value[time.Time]
 	// Synthetic keeps synthetic variables up to date (API.md §17).

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sensordata/sensorapi/pkg/ingest"
+	"github.com/sensordata/sensorapi/pkg/values"
 	"github.com/sensordata/sensorapi/testcontainers/testenv"
 )
 
@@ -78,7 +78,7 @@ func TestTiersProperty(t *testing.T) {
 	// the same answers once every day is packed (issue 32): pandas' and the reference
 	// SQL's over both layouts (only the fixture's variables are packed: other tests of
 	// this package count their rows)
-	st := &ingest.Store{Pool: env.DB.Pool}
+	st := &values.Store{Pool: env.DB.Pool}
 	packed := 0
 	for _, v := range vars {
 		if len(v.pts) == 0 {
@@ -88,7 +88,7 @@ func TestTiersProperty(t *testing.T) {
 		for _, p := range v.pts {
 			first, last = min(first, p.TS), max(last, p.TS)
 		}
-		for day := ingest.Day(refTime(first)); !day.After(refTime(last)); day = day.Add(24 * time.Hour) {
+		for day := values.Day(refTime(first)); !day.After(refTime(last)); day = day.Add(24 * time.Hour) {
 			n, err := st.PackDay(context.Background(), v.key, day)
 			if err != nil {
 				t.Fatal(err)
@@ -501,7 +501,7 @@ func refTime(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
 var refValues = func(_ string) string { return `"values"` }
 
 // packedRefValues are both layouts of the raw values: their decoding (packed_values) is
-// checked bit for bit by pkg/storage's tests, and the answers against pandas here.
+// checked bit for bit by pkg/values' tests, and the answers against pandas here.
 func packedRefValues(keys string) string {
 	return `(SELECT variable_id, ts, value FROM "values"
 	UNION ALL SELECT variable_id, ts, value FROM packed_values(` + keys + `, $2, $3))`

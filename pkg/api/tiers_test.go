@@ -14,9 +14,9 @@ import (
 	"time"
 
 	an "github.com/sensordata/sensorapi/pkg/analytics"
-	"github.com/sensordata/sensorapi/pkg/ingest"
 	"github.com/sensordata/sensorapi/pkg/store"
-	"github.com/sensordata/sensorapi/pkg/tiers"
+	"github.com/sensordata/sensorapi/pkg/values"
+	"github.com/sensordata/sensorapi/pkg/values/tiers"
 	"github.com/sensordata/sensorapi/querybuilder"
 	"github.com/sensordata/sensorapi/testcontainers/testenv"
 )
@@ -452,7 +452,7 @@ func TestRebuildTiersRepairsDrift(t *testing.T) {
 	if drift, _ := rollupDrift(t); drift != 6 {
 		t.Fatalf("%d rollups drifted, want the 6 made here", drift)
 	}
-	st := &ingest.Store{Pool: env.DB.Pool}
+	st := &values.Store{Pool: env.DB.Pool}
 	var calls int
 	if err := st.RebuildTiers(ctx, since, func(done, total int) { calls++ }); err != nil {
 		t.Fatal(err)

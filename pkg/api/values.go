@@ -14,6 +14,7 @@ import (
 	"github.com/sensordata/sensorapi/pkg/ingest"
 	"github.com/sensordata/sensorapi/pkg/store"
 	"github.com/sensordata/sensorapi/pkg/validate"
+	"github.com/sensordata/sensorapi/pkg/values"
 	"github.com/sensordata/sensorapi/querybuilder"
 )
 
@@ -32,9 +33,9 @@ func (s *Server) valueRoutes(v16 *gin.RouterGroup) {
 
 // readValues runs a value read (lists, lv, v1.6 statistics) on a replica when there
 // are any (API.md §15), with the store on that replica's pool.
-func (s *Server) readValues(c *gin.Context, read func(st *ingest.Store, key int64) error) error {
+func (s *Server) readValues(c *gin.Context, read func(st *values.Store, key int64) error) error {
 	return s.Replicas.Read(c, func(db *store.DB) error {
-		st := &ingest.Store{Pool: db.Pool}
+		st := &values.Store{Pool: db.Pool}
 		key, err := pathVariable(c, st)
 		if err != nil {
 			return err
@@ -128,7 +129,7 @@ func (s *Server) postVariableValues(c *gin.Context) error {
 	if d.Context == nil {
 		d.Context = json.RawMessage(`{}`)
 	}
-	c.JSON(http.StatusCreated, ingest.StoredDot{Value: d.Value, Timestamp: d.TS, Context: d.Context, CreatedAt: time.Now().UnixMilli()})
+	c.JSON(http.StatusCreated, values.StoredDot{Value: d.Value, Timestamp: d.TS, Context: d.Context, CreatedAt: time.Now().UnixMilli()})
 	return nil
 }
 
@@ -180,8 +181,8 @@ func (s *Server) postCollection(c *gin.Context) error {
 
 // pathVariable resolves the variable named by the path (id, or device and variable
 // labels) to its key.
-func pathVariable(c *gin.Context, st *ingest.Store) (int64, error) {
-	v := ingest.Variable{ID: c.Param("id")}
+func pathVariable(c *gin.Context, st *values.Store) (int64, error) {
+	v := values.Variable{ID: c.Param("id")}
 	valid := validate.IsID(v.ID)
 	if v.ID == "" {
 		var devOK, varOK bool
@@ -198,9 +199,9 @@ func pathVariable(c *gin.Context, st *ingest.Store) (int64, error) {
 // getValues: newest first, start/end inclusive, page/page_size (default 100, max 10000).
 func (s *Server) getValues(c *gin.Context) error {
 	page, size := intParam(c, "page", 1, 1, 1<<31), intParam(c, "page_size", 100, 1, 10000)
-	var dots []ingest.StoredDot
+	var dots []values.StoredDot
 	var more bool
-	err := s.readValues(c, func(st *ingest.Store, key int64) error {
+	err := s.readValues(c, func(st *values.Store, key int64) error {
 		r, err := queryRange(c)
 		if err != nil {
 			return err
@@ -219,7 +220,7 @@ func (s *Server) getValues(c *gin.Context) error {
 		prev = s.pageLink(c, page-1)
 	}
 	if dots == nil {
-		dots = []ingest.StoredDot{}
+		dots = []values.StoredDot{}
 	}
 	// count is true, as in the platform: counting a long series is not free
 	c.JSON(http.StatusOK, gin.H{"count": true, "next": next, "previous": prev, "results": dots})
@@ -228,8 +229,8 @@ func (s *Server) getValues(c *gin.Context) error {
 
 // getLastValue answers the newest value as a bare number (null without values).
 func (s *Server) getLastValue(c *gin.Context) error {
-	var d *ingest.StoredDot
-	err := s.readValues(c, func(st *ingest.Store, key int64) (err error) {
+	var d *values.StoredDot
+	err := s.readValues(c, func(st *values.Store, key int64) (err error) {
 		d, err = st.Last(c, key)
 		return err
 	})
@@ -245,7 +246,7 @@ func (s *Server) getLastValue(c *gin.Context) error {
 }
 
 func (s *Server) deleteValues(c *gin.Context) error {
-	st := &ingest.Store{Pool: s.DB.Pool} // a write: the primary
+	st := &values.Store{Pool: s.DB.Pool} // a write: the primary
 	key, err := pathVariable(c, st)
 	if err != nil {
 		return err
@@ -268,7 +269,7 @@ func (s *Server) getStatistic(c *gin.Context) error {
 		return apierr.Invalid("agg", "Choose one of "+strings.Join(querybuilder.VariableStatistics, ", ")+".")
 	}
 	var v *float64
-	err := s.readValues(c, func(st *ingest.Store, key int64) error {
+	err := s.readValues(c, func(st *values.Store, key int64) error {
 		r, err := pathRange(c)
 		if err != nil {
 			return err
@@ -285,16 +286,16 @@ func (s *Server) getStatistic(c *gin.Context) error {
 	return nil
 }
 
-func queryRange(c *gin.Context) (ingest.Range, error) {
+func queryRange(c *gin.Context) (values.Range, error) {
 	return parseRange(c.Query("start"), c.Query("end"), true)
 }
 
-func pathRange(c *gin.Context) (ingest.Range, error) {
+func pathRange(c *gin.Context) (values.Range, error) {
 	return parseRange(c.Param("start"), c.Param("end"), false)
 }
 
-func parseRange(start, end string, optional bool) (ingest.Range, error) {
-	var r ingest.Range
+func parseRange(start, end string, optional bool) (values.Range, error) {
+	var r values.Range
 	errs := apierr.Fields{}
 	for _, b := range []struct {
 		name, text string

@@ -46,7 +46,7 @@ type Config struct {
 
 	// PackAfter (SENSORAPI_PACK_AFTER, a duration such as 2d; "off": 0) is the
 	// late-data window: `serve` packs the raw values of every day older than it
-	// (pkg/storage, docs/operations.md "Storage per point"). At least 1d.
+	// (pkg/values, docs/operations.md "Storage per point"). At least 1d.
 	PackAfter time.Duration
 
 	Events Events // events and webhook deliveries (events.go)

@@ -11,6 +11,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/sensordata/sensorapi/pkg/ingest"
+	"github.com/sensordata/sensorapi/pkg/values"
 )
 
 // Mark is a no-op: the values themselves are the durable to-do. An evaluation missed
@@ -198,30 +199,8 @@ type value struct {
 	value float64
 }
 
-// readValuesSQL reads each event's values newer than its last evaluated one, oldest
-// first, at most $4 each, from both layouts (docs/storage.md). Packed values come up
-// only when evaluation lags the late-data window (an outage of every instance): then
-// a batch reads up to the end of the first two packed days after the last evaluated
-// value (d.upto), rows included, so that no older value is passed over.
-const readValuesSQL = `SELECT e.id, (extract(epoch FROM x.ts) * 1000)::bigint, x.value
-FROM unnest($1::bigint[], $2::bigint[], $3::timestamptz[]) AS e(id, variable_id, after)
-CROSS JOIN LATERAL (
-    SELECT coalesce(min(day) + INTERVAL '2 days', 'infinity') AS upto FROM values_packed
-    WHERE variable_id = e.variable_id AND day >= time_bucket(INTERVAL '1 day', e.after)
-) d
-CROSS JOIN LATERAL (
-    SELECT ts, value FROM (
-        (SELECT ts, value FROM "values"
-         WHERE variable_id = e.variable_id AND ts > e.after AND ts < d.upto ORDER BY ts LIMIT $4)
-        UNION ALL
-        SELECT ts, value FROM packed_dots(e.after, least(d.upto, 'infinity') - INTERVAL '1 microsecond')
-        WHERE variable_id = e.variable_id AND ts > e.after
-    ) both_layouts ORDER BY ts LIMIT $4
-) x
-ORDER BY e.id, x.ts`
-
 // readValues reads each event's values newer than its last evaluated one, oldest
-// first, at most batchValues each.
+// first, at most batchValues each (values.After).
 func readValues(ctx context.Context, tx pgx.Tx, evs []Event) (map[int64][]value, error) {
 	ids, vars, after := make([]int64, len(evs)), make([]int64, len(evs)), make([]time.Time, len(evs))
 	for i, e := range evs {
@@ -230,17 +209,11 @@ func readValues(ctx context.Context, tx pgx.Tx, evs []Event) (map[int64][]value,
 			after[i] = time.UnixMilli(*e.LastTS).UTC()
 		}
 	}
-	rows, err := tx.Query(ctx, readValuesSQL, ids, vars, after, batchValues)
-	if err != nil {
-		return nil, fmt.Errorf("read values: %w", err)
-	}
 	out := map[int64][]value{}
-	var id int64
-	var v value
-	if _, err := pgx.ForEachRow(rows, []any{&id, &v.ts, &v.value}, func() error {
-		out[id] = append(out[id], v)
-		return nil
-	}); err != nil {
+	err := values.After(ctx, tx, ids, vars, after, batchValues, func(id, ts int64, v float64) {
+		out[id] = append(out[id], value{ts: ts, value: v})
+	})
+	if err != nil {
 		return nil, fmt.Errorf("read values: %w", err)
 	}
 	return out, nil

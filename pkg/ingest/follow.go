@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/sensordata/sensorapi/pkg/values"
 )
 
 // Change is what one committed write did to one variable's values: it wrote (or, when
@@ -56,7 +58,7 @@ type Follower interface {
 // changesOf summarises rows sorted by (variable, ts) as one Change per variable; the
 // variables in prev (watched ones, with their newest timestamp before the write, or
 // nil) carry their rows and Prev.
-func changesOf(rows []row, prev map[int64]*int64) []Change {
+func changesOf(rows []values.Row, prev map[int64]*int64) []Change {
 	var out []Change
 	var points []Point // the watched variables' rows, each one's a slice of it
 	if len(prev) > 0 {
@@ -64,17 +66,17 @@ func changesOf(rows []row, prev map[int64]*int64) []Change {
 	}
 	first := 0 // the first row of the current variable
 	for i, r := range rows {
-		if i == 0 || rows[i-1].variable != r.variable {
-			out = append(out, Change{Variable: r.variable, From: r.ts, To: r.ts})
+		if i == 0 || rows[i-1].Variable != r.Variable {
+			out = append(out, Change{Variable: r.Variable, From: r.TS, To: r.TS})
 			first = len(points)
 		} else {
-			out[len(out)-1].To = r.ts
+			out[len(out)-1].To = r.TS
 		}
-		p, ok := prev[r.variable]
+		p, ok := prev[r.Variable]
 		if !ok {
 			continue
 		}
-		points = append(points, Point{TS: r.ts, Value: r.value}) // within its capacity: never moved
+		points = append(points, Point{TS: r.TS, Value: r.Value}) // within its capacity: never moved
 		c := &out[len(out)-1]
 		c.Values = points[first:len(points):len(points)]
 		if p != nil {
@@ -84,27 +86,9 @@ func changesOf(rows []row, prev map[int64]*int64) []Change {
 	return out
 }
 
-// watched lists the distinct variables of rows (sorted by variable) that a follower
-// watches, in key order.
-func (s *Store) watched(rows []row) []int64 {
-	var out []int64
-	for i, r := range rows {
-		if i > 0 && rows[i-1].variable == r.variable {
-			continue
-		}
-		for _, f := range s.Followers {
-			if w, ok := f.(Watcher); ok && w.Watches(r.variable) {
-				out = append(out, r.variable)
-				break
-			}
-		}
-	}
-	return out
-}
-
-// mark tells the store's followers about changes inside the writing transaction.
-func (s *Store) mark(ctx context.Context, tx pgx.Tx, changes []Change) error {
-	for _, f := range s.Followers {
+// mark tells the pipeline's followers about changes inside the writing transaction.
+func (p *Pipeline) mark(ctx context.Context, tx pgx.Tx, changes []Change) error {
+	for _, f := range p.followers {
 		if err := f.Mark(ctx, tx, changes); err != nil {
 			return fmt.Errorf("follow written values: %w", err)
 		}
@@ -112,9 +96,9 @@ func (s *Store) mark(ctx context.Context, tx pgx.Tx, changes []Change) error {
 	return nil
 }
 
-// committed tells the store's followers about changes that committed.
-func (s *Store) committed(changes []Change) {
-	for _, f := range s.Followers {
+// committed tells the pipeline's followers about changes that committed.
+func (p *Pipeline) committed(changes []Change) {
+	for _, f := range p.followers {
 		f.Committed(changes)
 	}
 }

@@ -3,13 +3,15 @@ package ingest
 import (
 	"slices"
 	"testing"
+
+	"github.com/sensordata/sensorapi/pkg/values"
 )
 
 // TestChangesOfWatched: one change per variable; the watched ones (in prev) carry
 // their rows, oldest first, and the newest timestamp before the write.
 func TestChangesOfWatched(t *testing.T) {
-	rows := []row{{variable: 1, ts: 10, value: 1}, {variable: 1, ts: 20, value: 2},
-		{variable: 2, ts: 5, value: 3}, {variable: 3, ts: 7, value: 4}, {variable: 3, ts: 8, value: 5}}
+	rows := []values.Row{{Variable: 1, TS: 10, Value: 1}, {Variable: 1, TS: 20, Value: 2},
+		{Variable: 2, TS: 5, Value: 3}, {Variable: 3, TS: 7, Value: 4}, {Variable: 3, TS: 8, Value: 5}}
 	last := int64(9)
 	got := changesOf(rows, map[int64]*int64{1: &last, 3: nil})
 	if len(got) != 3 {

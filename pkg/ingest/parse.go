@@ -1,8 +1,8 @@
 // Package ingest parses and validates dots (API.md §6) and writes them through one
-// pipeline (pipeline.go): messages are validated alone, resolved through caches and
-// committed together in batches; a handful of statements per batch whatever the number
-// of dots, last write wins per (variable, timestamp), lastValue/lastActivity kept in
-// the same transaction.
+// pipeline (pipeline.go): messages are validated alone, resolved to variable keys
+// through caches (resolve.go) and committed together in batches through the values
+// store (pkg/values), whose followers (follow.go: synthetic variables, events) are told
+// about every write.
 package ingest
 
 import (
@@ -15,6 +15,7 @@ import (
 
 	"github.com/sensordata/sensorapi/pkg/apierr"
 	"github.com/sensordata/sensorapi/pkg/validate"
+	"github.com/sensordata/sensorapi/pkg/values"
 )
 
 // Dot is one validated value. Target names the variable: a label (device routes), or
@@ -27,7 +28,7 @@ type Dot struct {
 }
 
 const (
-	maxTimestamp   = 253402300799999 // 9999-12-31T23:59:59.999Z
+	maxTimestamp   = values.MaxTimestamp
 	maxContextSize = 8 << 10
 
 	msgNumber    = "A finite number is required."

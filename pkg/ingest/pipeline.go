@@ -14,6 +14,7 @@ import (
 	"github.com/sensordata/sensorapi/pkg/apierr"
 	"github.com/sensordata/sensorapi/pkg/cache"
 	"github.com/sensordata/sensorapi/pkg/metrics"
+	"github.com/sensordata/sensorapi/pkg/values"
 )
 
 // Pipeline is the one way values are written (HTTP routes, MQTT, `sensorapi load`):
@@ -32,7 +33,8 @@ import (
 // before the queue (parse.go); should some reach a batch all the same, that retry
 // leaves it to its own message, answered 400 (refused).
 type Pipeline struct {
-	store     *Store
+	store     *values.Store
+	followers []Follower // told about every write of values (follow.go)
 	conf      PipelineConfig
 	devices   *cache.Cache[deviceKey, int64]   // (account, label) → key of an active device
 	variables *cache.Cache[variableKey, int64] // (device key, label) → variable key
@@ -63,6 +65,9 @@ type PipelineConfig struct {
 	// period. A dot written there would be raw data under the tiers that the next
 	// retention run drops again.
 	Horizon func(context.Context) (h time.Time, ok bool)
+
+	// Written, when set, is called with the number of rows after each commit (metrics).
+	Written func(n int)
 }
 
 type deviceKey struct {
@@ -91,10 +96,12 @@ var errAlone = errors.New("batch failed: write alone")
 // Without followers its writes neither refuse synthetic variables nor reach their
 // dependents or events; a tool whose writes must (`sensorapi load`) writes through an
 // instance's pipeline (server.StartWriter). It needs no Run.
-func Direct(st *Store) *Pipeline { return &Pipeline{store: st, conf: PipelineConfig{BatchDots: 1}} }
+func Direct(st *values.Store) *Pipeline {
+	return &Pipeline{store: st, conf: PipelineConfig{BatchDots: 1}}
+}
 
 // NewPipeline wires the caches to invalidations; Run starts the committers.
-func NewPipeline(store *Store, conf PipelineConfig, devices, variables cache.Options, inv *cache.Router,
+func NewPipeline(store *values.Store, conf PipelineConfig, devices, variables cache.Options, inv *cache.Router,
 	m *metrics.Metrics, log *slog.Logger) *Pipeline {
 	p := &Pipeline{
 		store: store, conf: conf, metrics: m, log: log,
@@ -169,7 +176,7 @@ func (p *Pipeline) ToCollection(ctx context.Context, account int64, dots []Dot) 
 // as a batch of one. It is the per-message floor that `make bench-fleet` measures the
 // pipeline against: the service's statements without lookups or company.
 func (p *Pipeline) WriteResolved(ctx context.Context, device int64, deviceLabel string, variables map[string]int64, dots []Dot) error {
-	return p.writeAlone(ctx, resolved(deviceRows(dots, variables), newTargets(ref{device, deviceLabel}, variables)))
+	return p.writeAlone(ctx, resolved(deviceRows(dots, variables), newTargets(values.Ref{ID: device, Label: deviceLabel}, variables)))
 }
 
 // byID resolves public ids with one read (these routes carry ids, not the labels the
@@ -230,7 +237,7 @@ func (p *Pipeline) alone(dots []Dot) bool { return len(dots) == 0 || len(dots) >
 // caches or with one read that fills them. ok is false when the device or a variable is
 // missing; a disabled device is its error (423), answered without a transaction (in a
 // batch it would fail its batch-mates' write, every time it sends).
-func (p *Pipeline) resolveLabels(ctx context.Context, account int64, device string, dots []Dot) ([]row, targets, bool, error) {
+func (p *Pipeline) resolveLabels(ctx context.Context, account int64, device string, dots []Dot) ([]values.Row, values.Targets, bool, error) {
 	labels := variableLabels(dots)
 	ids := make(map[string]int64, len(labels))
 	dev, cached := p.devices.Get(deviceKey{account, device})
@@ -245,13 +252,13 @@ func (p *Pipeline) resolveLabels(ctx context.Context, account int64, device stri
 		var found bool
 		var err error
 		if dev, found, err = p.lookup(ctx, account, device, labels, ids); err != nil || !found {
-			return nil, targets{}, false, err
+			return nil, values.Targets{}, false, err
 		}
 	}
 	if len(ids) < len(labels) {
-		return nil, targets{}, false, nil
+		return nil, values.Targets{}, false, nil
 	}
-	return deviceRows(dots, ids), newTargets(ref{dev, device}, ids), true, nil
+	return deviceRows(dots, ids), newTargets(values.Ref{ID: dev, Label: device}, ids), true, nil
 }
 
 // lookup reads a device and those of its variables that carry the labels into ids, and
@@ -369,7 +376,7 @@ func (p *Pipeline) notifyLoop() {
 			}
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), p.conf.CommitTimeout)
-		p.store.notifyLastValues(ctx, payloads)
+		p.store.NotifyLastValues(ctx, payloads)
 		cancel()
 	}
 }
@@ -417,7 +424,7 @@ func (p *Pipeline) commit(jobs []*job, dots int) {
 	p.metrics.IngestBatchMessages.Observe(float64(len(jobs)))
 	if err != nil {
 		p.metrics.IngestBatches.WithLabelValues("retried_alone").Inc()
-		if errors.Is(err, errStale) {
+		if errors.Is(err, values.ErrStale) {
 			p.Purge() // a notification is on its way; do not wait for it
 		}
 		p.log.Warn("ingestion batch failed; its messages are written one by one",
@@ -427,7 +434,7 @@ func (p *Pipeline) commit(jobs []*job, dots int) {
 	}
 	p.metrics.IngestBatches.WithLabelValues("committed").Inc()
 	p.finish(jobs, nil)
-	p.store.committed(w.changes)
+	p.committed(w.changes)
 	p.handOff(ctx, w.moved)
 }
 
@@ -446,7 +453,7 @@ func (p *Pipeline) writeAlone(ctx context.Context, r resolver) error {
 	if err != nil {
 		return p.refused(err)
 	}
-	p.store.committed(w.changes)
+	p.committed(w.changes)
 	p.handOff(ctx, w.moved)
 	return nil
 }
@@ -460,7 +467,7 @@ func (p *Pipeline) writeAlone(ctx context.Context, r resolver) error {
 // sends them itself rather than drop them.
 func (p *Pipeline) handOff(ctx context.Context, payloads []string) {
 	if len(payloads) > 0 && !p.queueMoved(payloads) {
-		p.store.notifyLastValues(ctx, payloads)
+		p.store.NotifyLastValues(ctx, payloads)
 	}
 }
 
@@ -511,33 +518,37 @@ func (p *Pipeline) writeJobs(ctx context.Context, jobs []*job) (written, error) 
 	var w written
 	var n int
 	err := pgx.BeginFunc(ctx, p.store.Pool, func(tx pgx.Tx) error {
-		var rows []row
-		t := targets{variables: map[int64]string{}}
+		var rows []values.Row
+		t := values.Targets{Variables: map[int64]string{}}
 		for _, j := range jobs {
 			r, jt, err := j.resolve(ctx, tx)
 			if err != nil {
 				return err
 			}
 			rows = append(rows, r...)
-			t.add(jt)
+			t.Add(jt)
 		}
-		rows = dedupe(rows)
-		n = len(rows)
-		if err := unpackOld(ctx, tx, rows, t); err != nil {
+		vw, err := values.Write(ctx, tx, rows, t, p.watches)
+		if err != nil {
 			return err
 		}
-		var err error
-		var prev map[int64]*int64
-		if w.moved, prev, err = writeRows(ctx, tx, rows, t, p.store.watched(rows)); err != nil {
-			return err
-		}
-		w.changes = changesOf(rows, prev)
-		return p.store.mark(ctx, tx, w.changes)
+		n, w.moved, w.changes = len(vw.Rows), vw.Moved, changesOf(vw.Rows, vw.Prev)
+		return p.mark(ctx, tx, w.changes)
 	})
-	if err == nil && p.store.Written != nil {
-		p.store.Written(n)
+	if err == nil && p.conf.Written != nil {
+		p.conf.Written(n)
 	}
 	return w, err
+}
+
+// watches tells whether a follower watches the variable (Watcher).
+func (p *Pipeline) watches(variable int64) bool {
+	for _, f := range p.followers {
+		if w, ok := f.(Watcher); ok && w.Watches(variable) {
+			return true
+		}
+	}
+	return false
 }
 
 // finish answers the jobs and frees their room.
@@ -551,11 +562,17 @@ func (p *Pipeline) finish(jobs []*job, err error) {
 	p.metrics.IngestQueued.Sub(float64(n))
 }
 
-// Delete removes a variable's values in the range (Store.Delete), telling the
+// Delete removes a variable's values in the range (values.Store.Delete), telling the
 // pipeline's followers.
-func (p *Pipeline) Delete(ctx context.Context, key int64, r Range) error {
-	return p.store.Delete(ctx, key, r)
+func (p *Pipeline) Delete(ctx context.Context, key int64, r values.Range) error {
+	start, end := r.Bounds()
+	changes := []Change{{Variable: key, From: start.UnixMilli(), To: end.UnixMilli(), Deleted: true}}
+	err := p.store.Delete(ctx, key, r, func(ctx context.Context, tx pgx.Tx) error { return p.mark(ctx, tx, changes) })
+	if err == nil {
+		p.committed(changes)
+	}
+	return err
 }
 
 // Follow adds a follower of every write (follow.go). Call it before Run.
-func (p *Pipeline) Follow(f Follower) { p.store.Followers = append(p.store.Followers, f) }
+func (p *Pipeline) Follow(f Follower) { p.followers = append(p.followers, f) }

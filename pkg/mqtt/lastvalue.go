@@ -9,7 +9,7 @@ import (
 )
 
 // lastValue is a variable's new lastValue, as the database notifies it
-// (pkg/ingest, lastValueSQL) or as read back.
+// (pkg/values, lastValueSQL) or as read back.
 type lastValue struct {
 	Account   int64           `json:"a"`
 	Device    string          `json:"d"`

@@ -34,7 +34,7 @@ type Listener struct {
 }
 
 // LastValueChannel carries every change of a variable's lastValue, sent by the writer
-// after its commit (pkg/ingest, notifyLastValues), for the MQTT subscribers.
+// after its commit (pkg/values, NotifyLastValues), for the MQTT subscribers.
 const LastValueChannel = "sensorapi_last_value"
 
 // New prepares a listener on the database of conf (a copy is kept) for the given

@@ -17,25 +17,15 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/sensordata/sensorapi/pkg/ingest"
 	"github.com/sensordata/sensorapi/pkg/metrics"
-	"github.com/sensordata/sensorapi/pkg/tiers"
+	"github.com/sensordata/sensorapi/pkg/values"
+	"github.com/sensordata/sensorapi/pkg/values/tiers"
 )
 
 // LockKey is the PostgreSQL advisory lock (pg_try_advisory_lock, session level) a run
 // holds on one connection from start to end. An instance that finds it taken skips
 // its run: another one is doing the same work. (The migrations use 727_431_118.)
 const LockKey int64 = 727_431_119
-
-// RawTable is the hypertable of raw values.
-const RawTable = "values"
-
-// PackedTable holds the raw values of packed days (pkg/storage): its chunks are
-// dropped with those of RawTable.
-const PackedTable = "values_packed"
-
-// RawTables are the tables of raw values in both layouts, as regclass text.
-var RawTables = []string{`"` + RawTable + `"`, PackedTable}
 
 // Options say how long data is kept; zero keeps it forever.
 type Options struct {
@@ -152,7 +142,7 @@ func Run(ctx context.Context, pool *pgxpool.Pool, o Options) (Result, error) {
 // chunk being written is never offered): what a size-based run drops first (pkg/budget).
 func OldestRawChunkEnd(ctx context.Context, q Querier, now time.Time) (time.Time, bool, error) {
 	var oldest *time.Time
-	for _, table := range RawTables {
+	for _, table := range values.RawTables {
 		var end *time.Time
 		if err := q.QueryRow(ctx, `SELECT min(range_end) FROM (`+chunksSQL+`) c(name, range_start, range_end)`,
 			table, now).Scan(&end); err != nil {
@@ -202,7 +192,7 @@ func dropRaw(ctx context.Context, tx pgx.Tx, cutoff, now time.Time, res *Result)
 		return err
 	}
 	var chunks []Chunk
-	for _, table := range RawTables {
+	for _, table := range values.RawTables {
 		cs, err := rawChunks(ctx, tx, table, cutoff)
 		if err != nil {
 			return err
@@ -210,9 +200,9 @@ func dropRaw(ctx context.Context, tx pgx.Tx, cutoff, now time.Time, res *Result)
 		if len(cs) == 0 {
 			continue
 		}
-		if table == PackedTable {
+		if table == values.PackedTable {
 			// past the horizon the tiers answer alone: packed days get their minutes back
-			if err := ingest.RestoreMinuteTiles(ctx, tx, cs[0].Start, cutoff); err != nil {
+			if err := values.RestoreMinuteTiles(ctx, tx, cs[0].Start, cutoff); err != nil {
 				return err
 			}
 		}
@@ -261,10 +251,7 @@ func rawChunks(ctx context.Context, tx pgx.Tx, table string, cutoff time.Time) (
 	if err != nil {
 		return nil, fmt.Errorf("list chunks of %s: %w", table, err)
 	}
-	count := "count(*)"
-	if table == PackedTable {
-		count = "coalesce(sum(n), 0)"
-	}
+	count := values.PointsSQL(table)
 	for i := range chunks {
 		// the name comes from the catalog, quoted by format('%I')
 		if err := tx.QueryRow(ctx, `SELECT `+count+` FROM `+chunks[i].Name).Scan(&chunks[i].Rows); err != nil {
@@ -329,7 +316,7 @@ func (j *Job) Run(ctx context.Context) (Result, error) {
 		m.RetentionRuns.WithLabelValues(result).Inc()
 		m.RetentionRowsRemoved.Add(float64(res.RowsRemoved))
 		if n := len(res.RawChunks); n > 0 {
-			m.RetentionChunksDropped.WithLabelValues(RawTable).Add(float64(n))
+			m.RetentionChunksDropped.WithLabelValues(values.RowsTable).Add(float64(n))
 		}
 		for _, t := range res.Tiers {
 			if t.Chunks > 0 {

@@ -11,10 +11,9 @@ import (
 
 	"github.com/sensordata/sensorapi/pkg/auth"
 	"github.com/sensordata/sensorapi/pkg/config"
-	"github.com/sensordata/sensorapi/pkg/ingest"
 	"github.com/sensordata/sensorapi/pkg/retention"
-	"github.com/sensordata/sensorapi/pkg/storage"
 	"github.com/sensordata/sensorapi/pkg/store"
+	"github.com/sensordata/sensorapi/pkg/values"
 )
 
 // Serve runs the service on cfg until ctx ends (SIGTERM/SIGINT): it connects and
@@ -48,8 +47,8 @@ func Serve(ctx context.Context, cfg config.Config, log *slog.Logger, announce fu
 		in.spawn(bg, "retention", func(ctx context.Context) { job.Loop(ctx, retention.Every) })
 	}
 	if cfg.PackAfter > 0 {
-		packer := &storage.Packer{Store: &ingest.Store{Pool: db.Pool}, After: cfg.PackAfter, Log: log}
-		in.spawn(bg, "packer", func(ctx context.Context) { packer.Loop(ctx, storage.PackEvery) })
+		packer := &values.Packer{Store: &values.Store{Pool: db.Pool}, After: cfg.PackAfter, Log: log}
+		in.spawn(bg, "packer", func(ctx context.Context) { packer.Loop(ctx, values.PackEvery) })
 	}
 	if cfg.MQTT.Addr != "" || cfg.MQTT.TLSAddr != "" {
 		broker, err := in.StartMQTT(cfg.MQTT)

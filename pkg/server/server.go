@@ -27,6 +27,7 @@ import (
 	"github.com/sensordata/sensorapi/pkg/retention"
 	"github.com/sensordata/sensorapi/pkg/store"
 	"github.com/sensordata/sensorapi/pkg/synthetic"
+	"github.com/sensordata/sensorapi/pkg/values"
 )
 
 // Instance is what one instance keeps between requests, shared by HTTP and MQTT: the
@@ -97,7 +98,7 @@ func build(db *store.DB, cfg config.Config, log *slog.Logger, deliver bool) (*In
 	in.Tokens = auth.NewTokens(db, in.cacheOptions("token"), in.Invalidations)
 	in.Tokens.Timeout = cfg.QueryTimeout
 	in.Horizon = retention.NewCache(db.Pool, HorizonTTL)
-	in.Rollups = cache.NewValue(HorizonTTL, func(ctx context.Context) (time.Time, error) { return ingest.RollupsUntil(ctx, db.Pool) })
+	in.Rollups = cache.NewValue(HorizonTTL, func(ctx context.Context) (time.Time, error) { return values.RollupsUntil(ctx, db.Pool) })
 	in.Budget = budget.New(db.Pool, cfg.WriteStopSize, in.Metrics.Registry, log)
 	if cfg.Retention.Size > 0 {
 		in.Budget.Retention = &budget.SizeRetention{Size: cfg.Retention.Size,
@@ -143,7 +144,7 @@ func (in *Instance) run(ctx context.Context) {
 	in.spawn(ctx, "listener", in.Listener.Run)
 	in.spawn(ctx, "ingest", in.Ingest.Run)
 	in.spawn(ctx, "events", in.Events.Run)
-	in.spawn(ctx, "rollups", func(ctx context.Context) { (&ingest.Store{Pool: in.DB.Pool}).CatchUpLoop(ctx, in.Log) })
+	in.spawn(ctx, "rollups", func(ctx context.Context) { (&values.Store{Pool: in.DB.Pool}).CatchUpLoop(ctx, in.Log) })
 	go func() {
 		<-ctx.Done() // spawn is called before ctx ends, Wait after
 		in.running.Wait()
@@ -172,13 +173,13 @@ func (in *Instance) cacheOptions(name string) cache.Options {
 
 // newPipeline is the one ingestion pipeline of the instance, for HTTP and MQTT alike.
 func (in *Instance) newPipeline() *ingest.Pipeline {
-	st := &ingest.Store{Pool: in.DB.Pool, Log: in.Log,
-		Written: func(n int) { in.Metrics.ValuesIngested.Add(float64(n)) }}
+	st := &values.Store{Pool: in.DB.Pool, Log: in.Log}
 	c := in.Config.Ingest
 	return ingest.NewPipeline(st, ingest.PipelineConfig{
 		BatchDots: c.BatchDots, QueueDots: c.QueueDots, QueueWait: c.QueueWait,
 		Committers: c.Committers, CommitTimeout: in.Config.QueryTimeout, Admit: in.Budget.Admit,
 		Horizon: func(ctx context.Context) (time.Time, bool) { return in.Horizon.Known(ctx, in.Log) },
+		Written: func(n int) { in.Metrics.ValuesIngested.Add(float64(n)) },
 	}, in.cacheOptions("device"), in.cacheOptions("variable"), in.Invalidations, in.Metrics, in.Log)
 }
 

@@ -199,7 +199,7 @@ func filterCond(f Field, lookup, v string) cond {
 	switch lookup {
 	case "range":
 		parts := splitList(v)
-		vals, ok := values(f.Kind, parts)
+		vals, ok := filterArgs(f.Kind, parts)
 		if !ok || len(vals) != 2 {
 			return nothing
 		}
@@ -209,7 +209,7 @@ func filterCond(f Field, lookup, v string) cond {
 	case "contains", "icontains", "startswith", "istartswith", "endswith", "iendswith":
 		return likeCond(col, lookup, v)
 	}
-	vals, ok := values(f.Kind, []string{v})
+	vals, ok := filterArgs(f.Kind, []string{v})
 	if !ok {
 		return nothing
 	}
@@ -227,7 +227,7 @@ func inCond(f Field, v string) cond {
 		if strings.ContainsRune(item, 0) {
 			continue
 		}
-		if one, ok := values(f.Kind, []string{item}); ok {
+		if one, ok := filterArgs(f.Kind, []string{item}); ok {
 			items, vals = append(items, item), append(vals, one...)
 		}
 	}
@@ -272,8 +272,8 @@ func splitList(v string) []string {
 	return out
 }
 
-// values converts filter text to typed arguments; ok is false when one cannot match.
-func values(k Kind, in []string) ([]any, bool) {
+// filterArgs converts filter text to typed arguments; ok is false when one cannot match.
+func filterArgs(k Kind, in []string) ([]any, bool) {
 	out := make([]any, 0, len(in))
 	for _, s := range in {
 		switch k {

@@ -8,9 +8,9 @@ import (
 
 	"github.com/uptrace/bun"
 
-	"github.com/sensordata/sensorapi/pkg/ingest"
 	"github.com/sensordata/sensorapi/pkg/model"
 	"github.com/sensordata/sensorapi/pkg/validate"
+	"github.com/sensordata/sensorapi/pkg/values"
 )
 
 // VariableFields are the filterable and sortable fields of Variable lists (API.md §3).
@@ -122,22 +122,13 @@ func DeleteVariable(ctx context.Context, tx bun.Tx, id int64) error {
 	return nil
 }
 
-// deleteValues removes every value of vars in both layouts (rows and packed days) and
-// every rollup tile, the tiles through the write path's own deletion (pkg/ingest), in
-// bun's transaction.
+// deleteValues removes every value of vars in both layouts and every rollup tile
+// (values.DeleteAll), in bun's transaction.
 func deleteValues(ctx context.Context, tx bun.Tx, vars []int64) error {
-	if len(vars) == 0 {
-		return nil
-	}
-	for _, table := range []string{`"values"`, "values_packed"} {
-		if _, err := tx.NewRaw(`DELETE FROM `+table+` WHERE variable_id IN (?)`, bun.List(vars)).Exec(ctx); err != nil {
-			return fmt.Errorf("delete %s: %w", table, err)
-		}
-	}
 	// the driver's $n parameters, past bun's ? formatting
 	exec := func(ctx context.Context, sql string, args ...any) error {
 		_, err := tx.Tx.ExecContext(ctx, sql, args...)
 		return err
 	}
-	return ingest.DeleteTiles(ctx, exec, vars, ingest.Range{})
+	return values.DeleteAll(ctx, exec, vars)
 }

@@ -8,8 +8,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/sensordata/sensorapi/pkg/ingest"
 	"github.com/sensordata/sensorapi/pkg/synthetic"
+	"github.com/sensordata/sensorapi/pkg/values"
 )
 
 // TestBackfillYear measures the backfill of one synthetic variable over a year of
@@ -36,7 +36,7 @@ func TestBackfillYear(t *testing.T) {
 	_ = env.DB.Pool.QueryRow(ctx, `SELECT account_id FROM variables WHERE id = $1`, rawKey).Scan(&account)
 	t.Logf("seeded 3.15 M raw values in %v", time.Since(start))
 	start = time.Now()
-	if err := (&ingest.Store{Pool: env.DB.Pool}).RebuildVariable(ctx, rawKey, time.Time{}); err != nil {
+	if err := (&values.Store{Pool: env.DB.Pool}).RebuildVariable(ctx, rawKey, time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("raw tiers rebuilt in %v", time.Since(start))

@@ -12,21 +12,16 @@ import (
 	sq "github.com/Masterminds/squirrel"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/sensordata/sensorapi/pkg/ingest"
+	"github.com/sensordata/sensorapi/pkg/values"
 	"github.com/sensordata/sensorapi/querybuilder"
 )
 
 // MaxTimestamp is the last timestamp a value may have (API.md §6); [0, MaxTimestamp]
 // is a synthetic variable's whole history.
-const MaxTimestamp = 253402300799999
+const MaxTimestamp = values.MaxTimestamp
 
-// Tx is a transaction of either driver the service uses: pgx (the upkeep) or bun's
-// database/sql (the API's variable routes), with pgx's $n parameters.
-type Tx interface {
-	Exec(ctx context.Context, sql string, args ...any) error
-	// Query calls each for every row, with the row's Scan.
-	Query(ctx context.Context, each func(scan func(dest ...any) error) error, sql string, args ...any) error
-}
+// Tx is a transaction of either driver the service uses (values.Tx).
+type Tx = values.Tx
 
 // PgxTx adapts a pgx transaction.
 func PgxTx(tx pgx.Tx) Tx { return pgxTx{tx} }
@@ -141,9 +136,8 @@ func compileRange(d *Definition, from, to int64, live bool) (querybuilder.Query,
 	return querybuilder.Synthetic(r)
 }
 
-// Replace recomputes d's values with timestamps in [from, to] (ms, inclusive) in tx:
-// the stored ones are deleted, the computed ones inserted, the rollup tiers over the
-// range recomputed. The caller holds the variable's row lock and updates the last
+// Replace recomputes d's values with timestamps in [from, to] (ms, inclusive) in tx
+// (values.ReplaceRange). The caller holds the variable's row lock and updates the last
 // value afterwards (LastValue).
 func Replace(ctx context.Context, tx Tx, d *Definition, from, to int64) error {
 	from, to = max(from, 0), min(to, MaxTimestamp)
@@ -154,50 +148,23 @@ func Replace(ctx context.Context, tx Tx, d *Definition, from, to int64) error {
 	if err != nil {
 		return err
 	}
-	lo, hi := time.UnixMilli(from).UTC(), time.UnixMilli(to).UTC()
-	exec := func(ctx context.Context, sql string, args ...any) error { return tx.Exec(ctx, sql, args...) }
-	if err := ingest.ClearPacked(ctx, exec, d.Key, from, to); err != nil { // the range as rows only
+	if err := values.ReplaceRange(ctx, tx, d.Key, from, to, q); err != nil {
 		return fmt.Errorf("synthetic %d: %w", d.Key, err)
 	}
-	if from == 0 && to == MaxTimestamp {
-		err = tx.Exec(ctx, `DELETE FROM "values" WHERE variable_id = $1`, d.Key)
-	} else {
-		err = tx.Exec(ctx, `DELETE FROM "values" WHERE variable_id = $1 AND ts BETWEEN $2 AND $3`, d.Key, lo, hi)
-	}
-	if err != nil {
-		return fmt.Errorf("synthetic %d: delete values: %w", d.Key, err)
-	}
-	ins := querybuilder.Query{SQL: `INSERT INTO "values" (variable_id, ts, value)
-SELECT ?::bigint, c.ts, c.value FROM (
-` + q.SQL + `
-) c WHERE c.ts BETWEEN ? AND ?`, Args: append(append([]any{d.Key}, q.Args...), lo, hi)}
-	stmt, err := dollar(ins)
-	if err != nil {
-		return err
-	}
-	if err := tx.Exec(ctx, stmt, ins.Args...); err != nil {
-		return fmt.Errorf("synthetic %d: compute values: %w", d.Key, err)
-	}
-	return ingest.RetileRange(ctx, exec, d.Key, from, to)
+	return nil
 }
 
 // LastValue recomputes the variable's lastValue; payload is the last-value
 // notification to send once committed ("" when it did not move).
 func LastValue(ctx context.Context, tx Tx, key int64) (payload string, err error) {
-	err = tx.Query(ctx, func(scan func(...any) error) error {
-		var p *string
-		if err := scan(&p); err != nil {
-			return err
-		}
-		if p != nil {
-			payload = *p
-		}
-		return nil
-	}, lastValuesSQL, []int64{key})
+	payloads, err := values.RecomputeLastValues(ctx, tx, []int64{key})
 	if err != nil {
-		return "", fmt.Errorf("synthetic %d: last value: %w", key, err)
+		return "", fmt.Errorf("synthetic %d: %w", key, err)
 	}
-	return payload, nil
+	if len(payloads) == 0 {
+		return "", nil
+	}
+	return payloads[0], nil
 }
 
 // Firsts are the first timestamps (ms; -1: none) of the arguments of d's window

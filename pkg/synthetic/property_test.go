@@ -8,9 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sensordata/sensorapi/pkg/ingest"
-	"github.com/sensordata/sensorapi/pkg/storage"
 	"github.com/sensordata/sensorapi/pkg/synthetic"
+	"github.com/sensordata/sensorapi/pkg/values"
 	"github.com/sensordata/sensorapi/testcontainers/testenv"
 )
 
@@ -109,7 +108,7 @@ func TestPropertyTwoInstances(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				p := storage.Packer{Store: &ingest.Store{Pool: env.DB.Pool}, After: 2 * 24 * time.Hour, Log: env.Log}
+				p := values.Packer{Store: &values.Store{Pool: env.DB.Pool}, After: 2 * 24 * time.Hour, Log: env.Log}
 				if _, err := p.Run(ctx); err != nil {
 					errs <- "pack: " + err.Error()
 				}

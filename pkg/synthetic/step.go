@@ -10,8 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/sensordata/sensorapi/pkg/ingest"
-	"github.com/sensordata/sensorapi/pkg/notify"
+	"github.com/sensordata/sensorapi/pkg/values"
 	"github.com/sensordata/sensorapi/querybuilder"
 )
 
@@ -20,17 +19,21 @@ import (
 //
 //  1. take: one DELETE ... RETURNING of the oldest due to-do rows (FOR UPDATE SKIP
 //     LOCKED), of any variables: the rows go only if the step commits;
-//  2. one batch: lock the variables' rows in key order, then read their definitions
-//     (a new snapshot, after any wait for a lock; parsed expressions are cached);
-//  3. one batch of the window functions' first-value probes, when some variable has
-//     windows (a moved first value recomputes that variable's whole history);
-//  4. one batch of the writes: the packed days of the ranges cleared (set-based), then
-//     per variable one statement that upserts its computed values over its ranges
-//     (read as one span when they lie near each other) and deletes those no longer
-//     computed, writing only values that differ and answering their timestamps;
-//  5. one batch over what changed only: the tiles holding it (every tier, set-based),
-//     the last values (one UPDATE), the dependents (chains) looked up and marked;
-//  6. commit; one NOTIFY statement for the moved last values.
+//  2. lockAndLoad, one batch: lock the variables' rows in key order, then read their
+//     definitions (a new snapshot, after any wait for a lock; parsed expressions are
+//     cached);
+//  3. probeFirsts, one batch of the window functions' first-value probes, when some
+//     variable has windows (a moved first value recomputes that variable's whole
+//     history);
+//  4. replacements, then values.Replace's first batch: the packed days of the ranges
+//     cleared (set-based), then per variable one statement that upserts its computed
+//     values over its ranges (read as one span when they lie near each other) and
+//     deletes those no longer computed, writing only values that differ and answering
+//     their timestamps;
+//  5. values.Replace's second batch, over what changed only: the tiles holding it
+//     (every tier, set-based), the last values (one UPDATE), and queueDependents: the
+//     dependents (chains) looked up, then marked (addDirty);
+//  6. commit; committed sends the moved last values' notifications (one statement).
 //
 // A step that fails is done again variable by variable, so that one variable that
 // cannot be computed (an overflow) holds back only its own to-do, which is postponed.
@@ -59,36 +62,6 @@ const lockSQL = `SELECT FROM variables WHERE id = ANY($1) ORDER BY id FOR NO KEY
 const loadSQL = `SELECT s.variable_id, s.account_id, v.label, s.expression::text, s.inputs, s.positional, s.firsts
 FROM synthetic_variables s JOIN variables v ON v.id = s.variable_id WHERE s.variable_id = ANY($1)`
 
-// packedInsideSQL lists the packed days that lie inside the (variable, [lo, hi])
-// ranges: ClearPackedRanges deletes them.
-const packedInsideSQL = `SELECT p.variable_id, p.day FROM values_packed p
-JOIN unnest($1::bigint[], $2::timestamptz[], $3::timestamptz[]) AS w(variable_id, lo, hi)
-  ON p.variable_id = w.variable_id AND p.day >= w.lo AND p.day + INTERVAL '1 day' - INTERVAL '1 microsecond' <= w.hi`
-
-const minutesPerDay = 24 * 60
-
-// maxTilePoints: a variable whose changes reach more tiles than this is retiled over
-// its ranges (two statements per tier) rather than tile by tile.
-const maxTilePoints = 20000
-
-// lastValuesSQL recomputes the lastValue of the variables $1 from their values (rows
-// and packed days): a row per variable, with its last-value notification (ingest's
-// payload) when it moved, else NULL.
-const lastValuesSQL = `UPDATE variables v
-SET (last_value, last_value_ts, last_value_context, last_value_created) =
-    (SELECT value, ts, context, created_at FROM (
-        (SELECT value, ts, context, created_at FROM "values" WHERE variable_id = v.id ORDER BY ts DESC LIMIT 1)
-        UNION ALL
-        (SELECT value, ts, context, created_at FROM packed_rows(ARRAY[v.id], packed_newest_day(v.id, 1, 'infinity'), 'infinity')
-         ORDER BY ts DESC LIMIT 1)
-    ) newest ORDER BY ts DESC LIMIT 1),
-    last_activity = now()
-FROM devices d, variables o
-WHERE v.id = ANY($1) AND o.id = v.id AND d.id = v.device_id
-RETURNING CASE WHEN v.last_value_ts IS NOT NULL AND (v.last_value_ts IS DISTINCT FROM o.last_value_ts OR v.last_value IS DISTINCT FROM o.last_value) THEN
-    jsonb_build_object('a', v.account_id, 'd', d.label, 'v', v.label, 'value', v.last_value,
-        'ts', (extract(epoch FROM v.last_value_ts) * 1000)::bigint, 'c', '{}'::jsonb)::text END`
-
 // dependentsSQL: the synthetic variables reading any of $1.
 const dependentsSQL = `SELECT variable_id, expression::text, inputs FROM synthetic_variables WHERE inputs && $1::bigint[]`
 
@@ -101,19 +74,17 @@ type job struct {
 	d      *Definition // nil: the variable is gone or no longer synthetic
 	firsts []int64     // the windows' first values now, when they moved
 
-	changed []int64    // timestamps of the values written or deleted
-	packed  []int64    // packed days (their start) deleted inside the ranges
-	changes [][2]int64 // both as ranges, merged
+	rep *values.Replacement // its values' replacement, once built
 }
 
-// changeRanges are the timestamps where j's values changed, as merged ranges.
-func (j *job) changeRanges() [][2]int64 {
-	rs := make([][2]int64, 0, len(j.changed)+len(j.packed))
-	for _, ts := range j.changed {
+// changeRanges are the timestamps where r's values changed, as merged ranges.
+func changeRanges(r *values.Replacement) [][2]int64 {
+	rs := make([][2]int64, 0, len(r.Changed)+len(r.Packed))
+	for _, ts := range r.Changed {
 		rs = append(rs, [2]int64{ts, ts})
 	}
-	for _, day := range j.packed {
-		rs = append(rs, [2]int64{day, day + int64(minutesPerDay)*60_000 - 1})
+	for _, day := range r.Packed {
+		rs = append(rs, [2]int64{day, day + (24 * time.Hour).Milliseconds() - 1})
 	}
 	if len(rs) == 0 {
 		return nil
@@ -177,13 +148,8 @@ func (u *Upkeep) committed(ctx context.Context, res *stepResult) {
 	}
 	u.recomputed.WithLabelValues("ok").Add(float64(len(res.jobs)))
 	u.lag.Observe(time.Since(oldest).Seconds())
-	if len(res.payloads) == 0 {
-		return
-	}
-	// pg_notify outside the transaction: NOTIFY takes a database-wide lock at commit
-	if _, err := u.Pool.Exec(ctx, `SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p`, notify.LastValueChannel, res.payloads); err != nil {
-		u.Log.Warn("synthetic variables: last-value notifications not sent", "count", len(res.payloads), "error", err.Error())
-	}
+	// outside the transaction: NOTIFY takes a database-wide lock at commit
+	(&values.Store{Pool: u.Pool, Log: u.Log}).NotifyLastValues(ctx, res.payloads)
 }
 
 // failed counts a variable's failed recompute and postpones its to-do rows (Run logs
@@ -246,15 +212,42 @@ func (u *Upkeep) step(ctx context.Context, only []int64) (res *stepResult, err e
 }
 
 // recompute brings the jobs' variables up to date in tx (see the top of this file).
-func (u *Upkeep) recompute(ctx context.Context, tx pgx.Tx, jobs []*job) (payloads []string, err error) {
+func (u *Upkeep) recompute(ctx context.Context, tx pgx.Tx, jobs []*job) ([]string, error) {
+	live, err := u.lockAndLoad(ctx, tx, jobs)
+	if err != nil || len(live) == 0 { // gone: their to-do just goes
+		return nil, err
+	}
+	if err := probeFirsts(ctx, tx, live); err != nil {
+		return nil, err
+	}
+	b, reps, err := replacements(live)
+	if err != nil {
+		return nil, err
+	}
+	var dirty dirtyRanges
+	payloads, err := values.Replace(ctx, tx, b, reps, func(b *pgx.Batch, changed []*values.Replacement) error {
+		u.queueDependents(b, changed, &dirty)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := addDirty(ctx, PgxTx(tx), dirty.vars, dirty.froms, dirty.tos, 0); err != nil {
+		return nil, err
+	}
+	return payloads, nil
+}
+
+// lockAndLoad locks the jobs' variables' rows, in key order, then reads their
+// definitions, in one round trip: recomputes of one variable (and its definition) run
+// one after the other, each seeing what the previous committed. It returns the jobs
+// whose variable is still synthetic.
+func (u *Upkeep) lockAndLoad(ctx context.Context, tx pgx.Tx, jobs []*job) ([]*job, error) {
 	keys := make([]int64, len(jobs))
 	byKey := make(map[int64]*job, len(jobs))
 	for i, j := range jobs {
 		keys[i], byKey[j.key] = j.key, j
 	}
-	// the variables' rows first, in key order: recomputes of one variable (and its
-	// definition) run one after the other, each seeing what the previous committed;
-	// then the definitions, read after any wait for a lock
 	b := &pgx.Batch{}
 	b.Queue(lockSQL, keys)
 	b.Queue(loadSQL, keys).Query(func(rows pgx.Rows) error {
@@ -264,6 +257,7 @@ func (u *Upkeep) recompute(ctx context.Context, tx pgx.Tx, jobs []*job) (payload
 			if err := rows.Scan(&d.Key, &d.Account, &d.Label, &text, &d.Inputs, &d.Positional, &d.Firsts); err != nil {
 				return err
 			}
+			var err error
 			if d.Expr, err = u.expr(text); err != nil {
 				return fmt.Errorf("synthetic variable %d: stored expression: %w", d.Key, err)
 			}
@@ -282,18 +276,20 @@ func (u *Upkeep) recompute(ctx context.Context, tx pgx.Tx, jobs []*job) (payload
 			live = append(live, j)
 		}
 	}
-	if len(live) == 0 { // gone: their to-do just goes
-		return nil, nil
-	}
-	// the windows' first values, all in one round trip
-	b = &pgx.Batch{}
+	return live, nil
+}
+
+// probeFirsts reads the first values of the windows' arguments of the jobs that have
+// anchored windows, all in one round trip (job.firsts).
+func probeFirsts(ctx context.Context, tx pgx.Tx, live []*job) error {
+	b := &pgx.Batch{}
 	for _, j := range live {
 		if len(j.d.Expr.AnchoredWindows()) == 0 {
 			continue
 		}
 		stmts, err := firstsStatements(j.d)
 		if err != nil {
-			return nil, fmt.Errorf("synthetic %d: %w", j.key, err)
+			return fmt.Errorf("synthetic %d: %w", j.key, err)
 		}
 		now := make([]int64, len(stmts))
 		for i, q := range stmts {
@@ -301,18 +297,21 @@ func (u *Upkeep) recompute(ctx context.Context, tx pgx.Tx, jobs []*job) (payload
 		}
 		j.firsts = now
 	}
-	if b.Len() > 0 {
-		if err := tx.SendBatch(ctx, b).Close(); err != nil {
-			return nil, fmt.Errorf("first values: %w", err)
-		}
-	}
-	// the ranges: merged; the whole history when a window's grid moved
-	var rk, rlo, rhi []int64
-	b = &pgx.Batch{}
-	queue := func(_ context.Context, sql string, args ...any) error {
-		b.Queue(sql, args...)
+	if b.Len() == 0 {
 		return nil
 	}
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("first values: %w", err)
+	}
+	return nil
+}
+
+// replacements merges each job's ranges (the whole history when a window's grid
+// moved: its new firsts recorded in the batch returned) and builds its replacement:
+// one statement per span of its ranges.
+func replacements(live []*job) (*pgx.Batch, []*values.Replacement, error) {
+	b := &pgx.Batch{}
+	reps := make([]*values.Replacement, 0, len(live))
 	for _, j := range live {
 		j.ranges = mergeN(j.ranges, maxExact)
 		if j.firsts != nil && !slices.Equal(j.firsts, j.d.Firsts) {
@@ -320,99 +319,31 @@ func (u *Upkeep) recompute(ctx context.Context, tx pgx.Tx, jobs []*job) (payload
 			b.Queue(`UPDATE synthetic_variables SET firsts = $2 WHERE variable_id = $1`, j.key, j.firsts)
 			j.d.Firsts = j.firsts
 		}
-		for _, r := range j.ranges {
-			rk, rlo, rhi = append(rk, j.key), append(rlo, r[0]), append(rhi, r[1])
-		}
-	}
-	// the ranges as rows only (the packed days inside them noted: their values change
-	// without a row telling), then each variable's values upserted from the computation
-	// and those it no longer has deleted: only values that differ are written, and
-	// their timestamps come back
-	b.Queue(packedInsideSQL, rk, millisToTimes(rlo), millisToTimes(rhi)).Query(func(rows pgx.Rows) error {
-		for rows.Next() {
-			var k int64
-			var day time.Time
-			if err := rows.Scan(&k, &day); err != nil {
-				return err
-			}
-			if j := byKey[k]; j != nil {
-				j.packed = append(j.packed, day.UnixMilli())
-			}
-		}
-		return rows.Err()
-	})
-	if err := ingest.ClearPackedRanges(ctx, queue, rk, rlo, rhi); err != nil {
-		return nil, err
-	}
-	for _, j := range live {
+		j.rep = &values.Replacement{Key: j.key, Ranges: j.ranges}
 		for _, span := range spans(j.ranges) {
 			q, err := replaceComputed(j.d, span)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
-			b.Queue(q.SQL, q.Args...).Query(func(rows pgx.Rows) error {
-				for rows.Next() {
-					var ts int64
-					if err := rows.Scan(&ts); err != nil {
-						return err
-					}
-					j.changed = append(j.changed, ts)
-				}
-				return rows.Err()
-			})
+			j.rep.Statements = append(j.rep.Statements, q)
 		}
+		reps = append(reps, j.rep)
 	}
-	if err := tx.SendBatch(ctx, b).Close(); err != nil {
-		return nil, fmt.Errorf("recompute: %w", err)
+	return b, reps, nil
+}
+
+// dirtyRanges are to-do rows to add (addDirty).
+type dirtyRanges struct{ vars, froms, tos []int64 }
+
+// queueDependents queues in b the lookup of the synthetic variables reading the
+// changed ones (chains): each gets, in dirty, the timestamps the changes affect.
+func (u *Upkeep) queueDependents(b *pgx.Batch, changed []*values.Replacement, dirty *dirtyRanges) {
+	keys := make([]int64, len(changed))
+	changes := make(map[int64][][2]int64, len(changed))
+	for i, r := range changed {
+		keys[i], changes[r.Key] = r.Key, changeRanges(r)
 	}
-	// the tiles holding what changed, the last values, the dependents over what changed
-	b = &pgx.Batch{}
-	var tileVars, tileTS, bigK, bigLo, bigHi, liveKeys []int64
-	for _, j := range live {
-		j.changes = j.changeRanges()
-		if len(j.changes) == 0 {
-			continue
-		}
-		liveKeys = append(liveKeys, j.key)
-		if n := len(j.changed) + len(j.packed)*minutesPerDay; n > maxTilePoints {
-			for _, r := range j.ranges { // a large recompute: its ranges retiled whole
-				bigK, bigLo, bigHi = append(bigK, j.key), append(bigLo, r[0]), append(bigHi, r[1])
-			}
-			continue
-		}
-		for _, ts := range j.changed {
-			tileVars, tileTS = append(tileVars, j.key), append(tileTS, ts)
-		}
-		for _, day := range j.packed {
-			for m := range minutesPerDay {
-				tileVars, tileTS = append(tileVars, j.key), append(tileTS, day+int64(m)*60_000)
-			}
-		}
-	}
-	if len(liveKeys) == 0 { // nothing differed: nothing else to do
-		return nil, nil
-	}
-	if err := ingest.RetileRanges(ctx, queue, bigK, bigLo, bigHi); err != nil {
-		return nil, err
-	}
-	if err := ingest.RecomputeTilesAt(ctx, queue, tileVars, tileTS); err != nil {
-		return nil, err
-	}
-	b.Queue(lastValuesSQL, liveKeys).Query(func(rows pgx.Rows) error {
-		for rows.Next() {
-			var p *string
-			if err := rows.Scan(&p); err != nil {
-				return err
-			}
-			if p != nil {
-				payloads = append(payloads, *p)
-			}
-		}
-		return rows.Err()
-	})
-	// the variables reading them (chains): marked over what changed
-	var vars, froms, tos []int64
-	b.Queue(dependentsSQL, liveKeys).Query(func(rows pgx.Rows) error {
+	b.Queue(dependentsSQL, keys).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			var id int64
 			var text string
@@ -425,25 +356,17 @@ func (u *Upkeep) recompute(ctx context.Context, tx pgx.Tx, jobs []*job) (payload
 				return fmt.Errorf("synthetic variable %d: stored expression: %w", id, err)
 			}
 			for _, in := range inputs {
-				j := byKey[in]
-				if j == nil || in == id {
+				if in == id {
 					continue
 				}
-				for _, r := range j.changes {
+				for _, r := range changes[in] {
 					lo, hi := e.Affected(r[0], r[1])
-					vars, froms, tos = append(vars, id), append(froms, max(lo, 0)), append(tos, min(hi, MaxTimestamp))
+					dirty.vars, dirty.froms, dirty.tos = append(dirty.vars, id), append(dirty.froms, max(lo, 0)), append(dirty.tos, min(hi, MaxTimestamp))
 				}
 			}
 		}
 		return rows.Err()
 	})
-	if err := tx.SendBatch(ctx, b).Close(); err != nil {
-		return nil, fmt.Errorf("retile: %w", err)
-	}
-	if err := addDirty(ctx, PgxTx(tx), vars, froms, tos, 0); err != nil {
-		return nil, err
-	}
-	return payloads, nil
 }
 
 // spans groups a variable's merged ranges into those one statement computes: ranges
@@ -464,56 +387,12 @@ func spans(ranges [][2]int64) [][][2]int64 {
 }
 
 // replaceComputed is the statement bringing d's values over span's ranges to the
-// computation, reading the inputs over the span from its first range's start to its
-// last's end: values computed and not stored or stored otherwise are upserted, values
-// stored and no longer computed deleted; it answers the timestamps (ms) of both.
-// Values that equal their computation are not written.
+// computation (values.ReplaceStatement), reading the inputs over the span from its
+// first range's start to its last's end.
 func replaceComputed(d *Definition, span [][2]int64) (querybuilder.Query, error) {
-	from, to := span[0][0], span[len(span)-1][1]
-	q, err := compileRange(d, from, to, true)
+	q, err := compileRange(d, span[0][0], span[len(span)-1][1], true)
 	if err != nil {
 		return querybuilder.Query{}, err
 	}
-	lo, hi := time.UnixMilli(from).UTC(), time.UnixMilli(to).UTC()
-	inside := func(col string) (string, []any) { // col in span's ranges
-		if len(span) == 1 {
-			return col + ` BETWEEN ? AND ?`, []any{lo, hi}
-		}
-		los, his := make([]time.Time, len(span)), make([]time.Time, len(span))
-		for i, r := range span {
-			los[i], his[i] = time.UnixMilli(r[0]).UTC(), time.UnixMilli(r[1]).UTC()
-		}
-		return col + ` BETWEEN ? AND ? AND EXISTS (SELECT FROM unnest(?::timestamptz[], ?::timestamptz[]) AS r(lo, hi) WHERE ` +
-			col + ` BETWEEN r.lo AND r.hi)`, []any{lo, hi, los, his}
-	}
-	inC, argsC := inside("c.ts")
-	inX, argsX := inside("x.ts")
-	args := append(append(slices.Clone(q.Args), argsC...), d.Key)
-	args = append(append(args, argsX...), d.Key)
-	stmt, err := dollar(querybuilder.Query{SQL: `WITH c AS (
-SELECT c.ts, c.value FROM (
-` + q.SQL + `
-) c WHERE ` + inC + `
-), gone AS (
-DELETE FROM "values" x WHERE x.variable_id = ?::bigint AND ` + inX + ` AND NOT EXISTS (SELECT FROM c WHERE c.ts = x.ts)
-RETURNING x.ts
-), put AS (
-INSERT INTO "values" AS x (variable_id, ts, value) SELECT ?::bigint, c.ts, c.value FROM c
-ON CONFLICT (variable_id, ts) DO UPDATE SET value = EXCLUDED.value, created_at = now()
-WHERE x.value IS DISTINCT FROM EXCLUDED.value
-RETURNING x.ts
-)
-SELECT round(date_part('epoch', ts) * 1000)::bigint FROM gone UNION ALL SELECT round(date_part('epoch', ts) * 1000)::bigint FROM put`, Args: args})
-	if err != nil {
-		return querybuilder.Query{}, err
-	}
-	return querybuilder.Query{SQL: stmt, Args: args}, nil
-}
-
-func millisToTimes(ms []int64) []time.Time {
-	out := make([]time.Time, len(ms))
-	for i, m := range ms {
-		out[i] = time.UnixMilli(m).UTC()
-	}
-	return out
+	return values.ReplaceStatement(d.Key, span, q)
 }

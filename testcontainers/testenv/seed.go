@@ -7,7 +7,7 @@ import (
 
 	"github.com/uptrace/bun/dialect/pgdialect"
 
-	"github.com/sensordata/sensorapi/pkg/ingest"
+	"github.com/sensordata/sensorapi/pkg/values"
 )
 
 // Point is one stored value for Seed.
@@ -63,7 +63,7 @@ func (e *Env) Seed(t testing.TB, token, device, variable string, points []Point)
 		t.Fatalf("seed: values: %v", err)
 	}
 	// the invariant the write path keeps: value_minutes summarizes "values"
-	if err := (&ingest.Store{Pool: e.DB.Pool}).RebuildVariable(ctx, s.VariableKey, time.Time{}); err != nil {
+	if err := (&values.Store{Pool: e.DB.Pool}).RebuildVariable(ctx, s.VariableKey, time.Time{}); err != nil {
 		t.Fatalf("seed: %v", err)
 	}
 	return s

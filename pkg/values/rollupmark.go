@@ -1,4 +1,4 @@
-package ingest
+package values
 
 import (
 	"cmp"
@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/sensordata/sensorapi/pkg/tiers"
+	"github.com/sensordata/sensorapi/pkg/values/tiers"
 )
 
 // Each variable's rollup tiles are complete for every tile that ends by its mark,

@@ -1,4 +1,4 @@
-package ingest
+package values
 
 import (
 	"cmp"
@@ -7,16 +7,15 @@ import (
 	"slices"
 	"time"
 
-	"github.com/sensordata/sensorapi/pkg/tiers"
+	"github.com/sensordata/sensorapi/pkg/values/tiers"
 )
 
-// RetileRange recomputes every tier's tiles of one variable that hold timestamps in
+// retileRange recomputes every tier's tiles of one variable that hold timestamps in
 // [from, to] (ms, inclusive) from "values", finest first, in the caller's transaction:
-// for writers that replaced a range of values by other means than the pipeline (the
-// synthetic variables' upkeep, pkg/synthetic). The caller holds the variable's row
-// lock, as writers do before their rollups.
-func RetileRange(ctx context.Context, exec Exec, key, from, to int64) error {
-	from, to = max(from, 0), min(to, maxTimestamp)
+// for ReplaceRange, which replaced a range of values by other means than a batch of
+// rows. The caller holds the variable's row lock, as writers do before their rollups.
+func retileRange(ctx context.Context, exec Exec, key, from, to int64) error {
+	from, to = max(from, 0), min(to, MaxTimestamp)
 	for i, t := range tiers.All {
 		lo := time.UnixMilli(t.Floor(from)).UTC()
 		hi := time.UnixMilli(t.Floor(to)).UTC().Add(t.Width)
@@ -31,12 +30,12 @@ func RetileRange(ctx context.Context, exec Exec, key, from, to int64) error {
 	return nil
 }
 
-// RetileRanges is RetileRange of many (variable, [from, to]) ranges at once, two
-// statements per tier whatever their number: the synthetic variables' upkeep recomputes
-// the ranges of many variables in one step. A variable's ranges may touch or overlap
+// retileRanges is retileRange of many (variable, [from, to]) ranges at once, two
+// statements per tier whatever their number: Replace recomputes the ranges of many
+// variables at once. A variable's ranges may touch or overlap
 // (their tiles are merged first, tier by tier); the caller holds the variables' row
 // locks.
-func RetileRanges(ctx context.Context, exec Exec, keys, froms, tos []int64) error {
+func retileRanges(ctx context.Context, exec Exec, keys, froms, tos []int64) error {
 	if len(keys) == 0 {
 		return nil
 	}
@@ -44,7 +43,7 @@ func RetileRanges(ctx context.Context, exec Exec, keys, froms, tos []int64) erro
 		type span struct{ key, lo, hi int64 } // tiles [lo, hi)
 		spans := make([]span, 0, len(keys))
 		for j, k := range keys {
-			from, to := max(froms[j], 0), min(tos[j], maxTimestamp)
+			from, to := max(froms[j], 0), min(tos[j], MaxTimestamp)
 			if from > to {
 				continue
 			}
@@ -82,11 +81,11 @@ CROSS JOIN LATERAL (`+tileSource(i, cond)+`) f`, ks, los, his); err != nil {
 	return nil
 }
 
-// RecomputeTilesAt recomputes, finest tier first, every tile holding one of the
+// recomputeTilesAt recomputes, finest tier first, every tile holding one of the
 // (variable, timestamp ms) pairs — each tile once — and removes those left empty: for
-// writers that know which values they changed (the synthetic variables' upkeep). The
-// caller holds the variables' row locks.
-func RecomputeTilesAt(ctx context.Context, exec Exec, vars, ts []int64) error {
+// writers that know which values they changed (Replace). The caller holds the
+// variables' row locks.
+func recomputeTilesAt(ctx context.Context, exec Exec, vars, ts []int64) error {
 	if len(vars) == 0 {
 		return nil
 	}

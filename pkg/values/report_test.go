@@ -1,4 +1,4 @@
-package storage_test
+package values_test
 
 import (
 	"bytes"
@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sensordata/sensorapi/pkg/storage"
+	"github.com/sensordata/sensorapi/pkg/values"
 	"github.com/sensordata/sensorapi/testcontainers/testenv"
 )
 
@@ -20,7 +20,7 @@ func TestMain(m *testing.M) { os.Exit(testenv.Run(m, &env)) }
 // or divided by the wrong count would fail one of these).
 func TestReportCountsPointsAndBytes(t *testing.T) {
 	ctx := context.Background()
-	before, err := storage.Measure(ctx, env.DB.Pool)
+	before, err := values.Measure(ctx, env.DB.Pool)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +32,7 @@ func TestReportCountsPointsAndBytes(t *testing.T) {
 	}
 	env.Seed(t, env.NewAccount(t), "meter", "kwh", points)
 
-	after, err := storage.Measure(ctx, env.DB.Pool)
+	after, err := values.Measure(ctx, env.DB.Pool)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package ingest
+package values
 
 import (
 	"context"
@@ -56,11 +56,15 @@ func (s *Store) Resolve(ctx context.Context, account int64, v Variable) (int64, 
 	return key, nil
 }
 
+// MaxTimestamp is the last timestamp a value may have (API.md §6): 9999-12-31T23:59:59.999Z.
+const MaxTimestamp = 253402300799999
+
 // Range is an inclusive time range in ms; nil bounds are open.
 type Range struct{ Start, End *int64 }
 
-func (r Range) bounds() (time.Time, time.Time) {
-	start, end := time.UnixMilli(0).UTC(), time.UnixMilli(maxTimestamp).UTC()
+// Bounds are the range's ends as times: the open ones at 1970 and MaxTimestamp.
+func (r Range) Bounds() (time.Time, time.Time) {
+	start, end := time.UnixMilli(0).UTC(), time.UnixMilli(MaxTimestamp).UTC()
 	if r.Start != nil {
 		start = time.UnixMilli(*r.Start).UTC()
 	}
@@ -73,7 +77,7 @@ func (r Range) bounds() (time.Time, time.Time) {
 // Page reads up to limit dots newest first after skipping offset, and tells whether
 // more follow (one extra row is read instead of counting the series).
 func (s *Store) Page(ctx context.Context, key int64, r Range, offset, limit int) ([]StoredDot, bool, error) {
-	start, end := r.bounds()
+	start, end := r.Bounds()
 	// a dot stored without context reads as {}, as lastValue shows it
 	rows, err := s.Pool.Query(ctx, pageSQL, key, start, end, offset, limit+1)
 	if err != nil {
@@ -116,16 +120,16 @@ func (s *Store) Last(ctx context.Context, key int64) (*StoredDot, error) {
 }
 
 // Delete removes the variable's values in the range and recomputes its lastValue and
-// rollup tiers from what remains, in one transaction; the store's followers are told.
-func (s *Store) Delete(ctx context.Context, key int64, r Range) error {
-	start, end := r.bounds()
-	changes := []Change{{Variable: key, From: start.UnixMilli(), To: end.UnixMilli(), Deleted: true}}
-	err := pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
+// rollup tiers from what remains, in one transaction; follow, when not nil, runs in it
+// last (the pipeline's followers: what must commit with the delete).
+func (s *Store) Delete(ctx context.Context, key int64, r Range, follow func(ctx context.Context, tx pgx.Tx) error) error {
+	start, end := r.Bounds()
+	return pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
 		// the variable's row first, as writers lock it before their rollups (tiers.go)
 		if _, err := tx.Exec(ctx, `SELECT FROM variables WHERE id = $1 FOR NO KEY UPDATE`, key); err != nil {
 			return fmt.Errorf("lock variable: %w", err)
 		}
-		if err := ClearPacked(ctx, execIn(tx), key, start.UnixMilli(), end.UnixMilli()); err != nil {
+		if err := clearPacked(ctx, execIn(tx), key, start.UnixMilli(), end.UnixMilli()); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, `DELETE FROM "values" WHERE variable_id = $1 AND ts BETWEEN $2 AND $3`,
@@ -133,33 +137,18 @@ func (s *Store) Delete(ctx context.Context, key int64, r Range) error {
 			return fmt.Errorf("delete values: %w", err)
 		}
 		first, last := start.UnixMilli(), end.UnixMilli()
-		if err := DeleteTiles(ctx, execIn(tx), []int64{key}, Range{Start: &first, End: &last}); err != nil {
+		if err := deleteTiles(ctx, execIn(tx), []int64{key}, Range{Start: &first, End: &last}); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, lastValueAfterDeleteSQL, key)
-		if err != nil {
+		if _, err := tx.Exec(ctx, lastValueAfterDeleteSQL, key); err != nil {
 			return fmt.Errorf("recompute last value: %w", err)
 		}
-		return s.mark(ctx, tx, changes)
+		if follow == nil {
+			return nil
+		}
+		return follow(ctx, tx)
 	})
-	if err == nil {
-		s.committed(changes)
-	}
-	return err
 }
-
-// lastValueAfterDeleteSQL sets a variable's lastValue to its newest remaining dot, in
-// either layout (the newest packed one is in its newest packed day).
-const lastValueAfterDeleteSQL = `UPDATE variables
-SET (last_value, last_value_ts, last_value_context, last_value_created) = (
-    SELECT value, ts, context, created_at FROM (
-        (SELECT value, ts, context, created_at FROM "values" WHERE variable_id = $1 ORDER BY ts DESC LIMIT 1)
-        UNION ALL
-        (SELECT value, ts, context, created_at
-         FROM packed_rows(ARRAY[$1::bigint], packed_newest_day($1, 1, 'infinity'), 'infinity')
-         ORDER BY ts DESC LIMIT 1)
-    ) x ORDER BY ts DESC LIMIT 1)
-WHERE id = $1`
 
 // Statistic computes one aggregate over the range (count and sum are 0, the others
 // null, without data) from the rollup tiers and the raw values at the range's edges,
@@ -167,7 +156,7 @@ WHERE id = $1`
 // Before the raw horizon (when known) the range is rounded outward to its minutes
 // (API.md §16); tiles are read only before b.RollupsUntil.
 func (s *Store) Statistic(ctx context.Context, key int64, agg string, r Range, b querybuilder.TierBounds) (*float64, error) {
-	start, end := r.bounds()
+	start, end := r.Bounds()
 	q, err := querybuilder.VariableStatistic(key, agg, start, end, b)
 	if err != nil {
 		return nil, err
@@ -189,4 +178,46 @@ func (s *Store) statistic(ctx context.Context, q querybuilder.Query) (*float64, 
 	}
 	var v *float64
 	return v, s.Pool.QueryRow(ctx, sql, q.Args...).Scan(&v)
+}
+
+// afterSQL reads the values of each variable $2[i] newer than $3[i], oldest first, at
+// most $4 each, from both layouts (docs/storage.md), answering them with the tag
+// $1[i]. Packed values come up only when the reader lags the late-data window (an
+// outage of every instance, for the event evaluation): then a batch reads up to the end
+// of the first two packed days after $3[i] (d.upto), rows included, so that no older
+// value is passed over.
+const afterSQL = `SELECT e.tag, (extract(epoch FROM x.ts) * 1000)::bigint, x.value
+FROM unnest($1::bigint[], $2::bigint[], $3::timestamptz[]) AS e(tag, variable_id, after)
+CROSS JOIN LATERAL (
+    SELECT coalesce(min(day) + INTERVAL '2 days', 'infinity') AS upto FROM values_packed
+    WHERE variable_id = e.variable_id AND day >= time_bucket(INTERVAL '1 day', e.after)
+) d
+CROSS JOIN LATERAL (
+    SELECT ts, value FROM (
+        (SELECT ts, value FROM "values"
+         WHERE variable_id = e.variable_id AND ts > e.after AND ts < d.upto ORDER BY ts LIMIT $4)
+        UNION ALL
+        SELECT ts, value FROM packed_dots(e.after, least(d.upto, 'infinity') - INTERVAL '1 microsecond')
+        WHERE variable_id = e.variable_id AND ts > e.after
+    ) both_layouts ORDER BY ts LIMIT $4
+) x
+ORDER BY e.tag, x.ts`
+
+// After reads, for each i, up to limit values of variable keys[i] newer than after[i],
+// oldest first, in tx, and calls each with tags[i] and the value (ms, number).
+func After(ctx context.Context, tx pgx.Tx, tags, keys []int64, after []time.Time, limit int,
+	each func(tag, ts int64, value float64)) error {
+	rows, err := tx.Query(ctx, afterSQL, tags, keys, after, limit)
+	if err != nil {
+		return fmt.Errorf("read values after: %w", err)
+	}
+	var tag, ts int64
+	var v float64
+	if _, err := pgx.ForEachRow(rows, []any{&tag, &ts, &v}, func() error {
+		each(tag, ts, v)
+		return nil
+	}); err != nil {
+		return fmt.Errorf("read values after: %w", err)
+	}
+	return nil
 }

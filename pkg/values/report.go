@@ -1,20 +1,44 @@
-// Package storage tells what a stored point costs on disk: bytes per point of each
+package values
+
+// The storage report tells what a stored point costs on disk: bytes per point of each
 // table that holds values (raw values and the rollup tiers), split into heap, indexes
 // and TOAST (`sensorapi storage report`, docs/operations.md "Storage per point").
-package storage
 
 import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// Tables are the hypertables that hold values: raw values in rows and packed (one
-// row per variable and day), then the rollup tiers, finest first.
-var Tables = []string{"values", "values_packed", "value_minutes", "value_quarters", "value_days"}
+// The hypertables of raw values: rows, and packed days (one row per variable and day).
+const (
+	RowsTable   = "values"
+	PackedTable = "values_packed"
+)
+
+// RawTables are the tables of raw values in both layouts, as regclass text: retention
+// drops their chunks alike.
+var RawTables = []string{`"` + RowsTable + `"`, PackedTable}
+
+// Tables are the hypertables that hold values: raw values in rows and packed, then the
+// rollup tiers, finest first.
+var Tables = []string{RowsTable, PackedTable, "value_minutes", "value_quarters", "value_days"}
+
+// PointsSQL is the aggregate counting the raw values that rows of a table (its name,
+// quoted or not) hold: a packed row holds n; a tile none.
+func PointsSQL(table string) string {
+	switch strings.Trim(table, `"`) {
+	case RowsTable:
+		return "count(*)"
+	case PackedTable:
+		return "coalesce(sum(n), 0)::bigint"
+	}
+	return "0::bigint"
+}
 
 // Table is what one table occupies.
 type Table struct {
@@ -59,14 +83,7 @@ func Measure(ctx context.Context, pool *pgxpool.Pool) (Report, error) {
 	for _, name := range Tables {
 		t := Table{Name: name}
 		quoted := `"` + name + `"`
-		points := "0::bigint"
-		switch name {
-		case "values":
-			points = "count(*)"
-		case "values_packed":
-			points = "coalesce(sum(n), 0)::bigint"
-		}
-		q := fmt.Sprintf(tableSQL, "'"+quoted+"'", points, quoted)
+		q := fmt.Sprintf(tableSQL, "'"+quoted+"'", PointsSQL(name), quoted)
 		if err := pool.QueryRow(ctx, q).Scan(&t.Heap, &t.Index, &t.Toast, &t.All, &t.Rows, &t.Points); err != nil {
 			return Report{}, fmt.Errorf("measure %s: %w", name, err)
 		}

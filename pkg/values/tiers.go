@@ -1,4 +1,4 @@
-package ingest
+package values
 
 import (
 	"context"
@@ -10,11 +10,11 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/sensordata/sensorapi/pkg/tiers"
+	"github.com/sensordata/sensorapi/pkg/values/tiers"
 	"github.com/sensordata/sensorapi/querybuilder"
 )
 
-// The rollup tiers (pkg/tiers: minutes, quarters, days) change in the same transaction
+// The rollup tiers (tiers: minutes, quarters, days) change in the same transaction
 // as the values they summarize, always after the variable's row is locked (lastValueSQL,
 // or Delete's lock), so that two writers of one variable update its tiles one after
 // the other and each statement sees what the other committed:
@@ -62,35 +62,35 @@ const (
 )
 
 // tiny tells whether a row's value is below spreadFloor (and not 0).
-func tiny(r row) bool { return r.value != 0 && math.Abs(r.value) < spreadFloor }
+func tiny(r Row) bool { return r.Value != 0 && math.Abs(r.Value) < spreadFloor }
 
 // spread is the tile's shifted sum and sum of squared deviations, in two passes over
 // values shifted by the tile's min; NaN (stored as NULL) beyond spreadLimit.
-func spread(rows []row, lo, hi float64) (float64, float64) {
+func spread(rows []Row, lo, hi float64) (float64, float64) {
 	if math.Abs(lo) > spreadLimit || math.Abs(hi) > spreadLimit || slices.ContainsFunc(rows, tiny) {
 		return math.NaN(), math.NaN()
 	}
 	ks := 0.0
 	for _, r := range rows {
-		ks += r.value - lo
+		ks += r.Value - lo
 	}
 	mean, m2 := ks/float64(len(rows)), 0.0
 	for _, r := range rows {
-		d := r.value - lo - mean
+		d := r.Value - lo - mean
 		m2 += d * d
 	}
 	return ks, m2
 }
 
 // sumTiles rolls rows up per (variable, tile of t); rows are sorted by (variable, ts).
-func sumTiles(rows []row, t tiers.Tier) tileSums {
+func sumTiles(rows []Row, t tiers.Tier) tileSums {
 	var s tileSums
 	for i := 0; i < len(rows); {
 		j := i + 1 // rows[i:j] is one (variable, tile)
-		for j < len(rows) && rows[j].variable == rows[i].variable && t.Floor(rows[j].ts) == t.Floor(rows[i].ts) {
+		for j < len(rows) && rows[j].Variable == rows[i].Variable && t.Floor(rows[j].TS) == t.Floor(rows[i].TS) {
 			j++
 		}
-		s.add(rows[i].variable, t.Floor(rows[i].ts), rows[i:j])
+		s.add(rows[i].Variable, t.Floor(rows[i].TS), rows[i:j])
 		i = j
 	}
 	return s
@@ -99,27 +99,27 @@ func sumTiles(rows []row, t tiers.Tier) tileSums {
 // add appends one tile's rollup of rows (sorted by ts). The spread is computed in two
 // passes over values shifted by the tile's min, which keeps it exact to the last bits
 // however large the values are.
-func (s *tileSums) add(variable, tile int64, rows []row) {
+func (s *tileSums) add(variable, tile int64, rows []Row) {
 	lo, hi, sum := rows[0], rows[0], 0.0
 	for _, r := range rows {
-		if r.value < lo.value {
+		if r.Value < lo.Value {
 			lo = r
 		}
-		if r.value > hi.value {
+		if r.Value > hi.Value {
 			hi = r
 		}
-		sum += r.value
+		sum += r.Value
 	}
-	ks, m2 := spread(rows, lo.value, hi.value)
+	ks, m2 := spread(rows, lo.Value, hi.Value)
 	first, last := rows[0], rows[len(rows)-1]
 	s.vars = append(s.vars, variable)
 	s.tiles = append(s.tiles, time.UnixMilli(tile).UTC())
 	s.n = append(s.n, int32(len(rows)))
-	s.sum, s.min, s.max = append(s.sum, sum), append(s.min, lo.value), append(s.max, hi.value)
+	s.sum, s.min, s.max = append(s.sum, sum), append(s.min, lo.Value), append(s.max, hi.Value)
 	s.ks, s.m2 = append(s.ks, ks), append(s.m2, m2)
-	s.firstTS, s.firstValue = append(s.firstTS, time.UnixMilli(first.ts).UTC()), append(s.firstValue, first.value)
-	s.lastTS, s.lastValue = append(s.lastTS, time.UnixMilli(last.ts).UTC()), append(s.lastValue, last.value)
-	s.minTS, s.maxTS = append(s.minTS, time.UnixMilli(lo.ts).UTC()), append(s.maxTS, time.UnixMilli(hi.ts).UTC())
+	s.firstTS, s.firstValue = append(s.firstTS, time.UnixMilli(first.TS).UTC()), append(s.firstValue, first.Value)
+	s.lastTS, s.lastValue = append(s.lastTS, time.UnixMilli(last.TS).UTC()), append(s.lastValue, last.Value)
+	s.minTS, s.maxTS = append(s.minTS, time.UnixMilli(lo.TS).UTC()), append(s.maxTS, time.UnixMilli(hi.TS).UTC())
 }
 
 // args are the statement arguments of addTilesSQL.
@@ -288,7 +288,7 @@ func perTier(sql func(i int) string) []string {
 
 // recomputeQueries recomputes every tier's tiles holding the given rows that end by
 // their variable's mark (marks: ms by key), finest first.
-func recomputeQueries(rows []row, marks map[int64]int64) []*pgx.QueuedQuery {
+func recomputeQueries(rows []Row, marks map[int64]int64) []*pgx.QueuedQuery {
 	var qs []*pgx.QueuedQuery
 	for i, t := range tiers.All {
 		before := rowsBefore(rows, marks, t)
@@ -297,7 +297,7 @@ func recomputeQueries(rows []row, marks map[int64]int64) []*pgx.QueuedQuery {
 		}
 		vars, tiles := make([]int64, len(before)), make([]time.Time, len(before))
 		for j, r := range before {
-			vars[j], tiles[j] = r.variable, time.UnixMilli(t.Floor(r.ts)).UTC()
+			vars[j], tiles[j] = r.Variable, time.UnixMilli(t.Floor(r.TS)).UTC()
 		}
 		qs = append(qs, &pgx.QueuedQuery{SQL: recomputeSQL[i], Arguments: []any{vars, tiles}})
 	}
@@ -306,7 +306,7 @@ func recomputeQueries(rows []row, marks map[int64]int64) []*pgx.QueuedQuery {
 
 // addQueries adds the rows' rollups (rows all new) to every tier's tiles that end by
 // their variable's mark.
-func addQueries(rows []row, marks map[int64]int64) []*pgx.QueuedQuery {
+func addQueries(rows []Row, marks map[int64]int64) []*pgx.QueuedQuery {
 	var qs []*pgx.QueuedQuery
 	for i, t := range tiers.All {
 		if before := rowsBefore(rows, marks, t); len(before) > 0 {
@@ -318,12 +318,12 @@ func addQueries(rows []row, marks map[int64]int64) []*pgx.QueuedQuery {
 
 // rowsBefore are the rows whose tile of t ends by their variable's mark: all of them, in
 // the same slice, when they all do (a load of history).
-func rowsBefore(rows []row, marks map[int64]int64, t tiers.Tier) []row {
-	before := func(r row) bool { return t.Floor(r.ts)+t.WidthMs() <= marks[r.variable] }
-	if !slices.ContainsFunc(rows, func(r row) bool { return !before(r) }) {
+func rowsBefore(rows []Row, marks map[int64]int64, t tiers.Tier) []Row {
+	before := func(r Row) bool { return t.Floor(r.TS)+t.WidthMs() <= marks[r.Variable] }
+	if !slices.ContainsFunc(rows, func(r Row) bool { return !before(r) }) {
 		return rows
 	}
-	var out []row
+	var out []Row
 	for _, r := range rows {
 		if before(r) {
 			out = append(out, r)
@@ -344,10 +344,24 @@ func execIn(tx pgx.Tx) Exec {
 	}
 }
 
-// DeleteTiles follows a delete of the values of vars in r (nil bounds are open) in every
+// DeleteAll removes every value of vars in both layouts and every rollup tile, in
+// the caller's transaction (the deletes of variables and devices, pkg/store).
+func DeleteAll(ctx context.Context, exec Exec, vars []int64) error {
+	if len(vars) == 0 {
+		return nil
+	}
+	for _, table := range RawTables {
+		if err := exec(ctx, `DELETE FROM `+table+` WHERE variable_id = ANY($1)`, vars); err != nil {
+			return fmt.Errorf("delete %s: %w", table, err)
+		}
+	}
+	return deleteTiles(ctx, exec, vars, Range{})
+}
+
+// deleteTiles follows a delete of the values of vars in r (nil bounds are open) in every
 // tier, finest first: the tiles inside r lost all their values and are deleted, the tile
 // at each closed end only some, and is recomputed from the tier below.
-func DeleteTiles(ctx context.Context, exec Exec, vars []int64, r Range) error {
+func deleteTiles(ctx context.Context, exec Exec, vars []int64, r Range) error {
 	for i, t := range tiers.All {
 		cond, ends := tilesInside(t, r)
 		args := []any{vars}

@@ -1,4 +1,4 @@
-package ingest
+package values
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/sensordata/sensorapi/pkg/tiers"
+	"github.com/sensordata/sensorapi/pkg/values/tiers"
 )
 
 // RebuildTiers recomputes every variable's rollup tiers from since on (the zero time:

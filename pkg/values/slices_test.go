@@ -1,4 +1,4 @@
-package storage_test
+package values_test
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sensordata/sensorapi/pkg/ingest"
+	"github.com/sensordata/sensorapi/pkg/values"
 )
 
 // TestPackedDotsReadSlicesExactly: packed_dots unnests only the slice of a day's
@@ -65,9 +65,9 @@ func TestPackedDotsReadSlicesExactly(t *testing.T) {
 	slices.Sort(ts)
 	ts = slices.Compact(ts)
 	at := func(ms int64) time.Time { return day0.Add(time.Duration(ms) * time.Millisecond) }
-	tss, values, contexts, created := make([]time.Time, len(ts)), make([]float64, len(ts)), make([]*string, len(ts)), make([]time.Time, len(ts))
+	tss, vals, contexts, created := make([]time.Time, len(ts)), make([]float64, len(ts)), make([]*string, len(ts)), make([]time.Time, len(ts))
 	for i, x := range ts {
-		tss[i], values[i] = at(x), rng.NormFloat64()
+		tss[i], vals[i] = at(x), rng.NormFloat64()
 		created[i] = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(rng.Int64N(1e12)) * time.Microsecond)
 		if rng.IntN(50) == 0 {
 			c := fmt.Sprintf(`{"k": %d}`, i)
@@ -76,11 +76,11 @@ func TestPackedDotsReadSlicesExactly(t *testing.T) {
 	}
 	if _, err := env.DB.Pool.Exec(ctx, `INSERT INTO "values" (variable_id, ts, value, context, created_at)
 		SELECT $1, t, v, c::jsonb, ca FROM unnest($2::timestamptz[], $3::float8[], $4::text[], $5::timestamptz[]) AS u(t, v, c, ca)`,
-		s.VariableKey, tss, values, contexts, created); err != nil {
+		s.VariableKey, tss, vals, contexts, created); err != nil {
 		t.Fatal(err)
 	}
 	want := bothLayouts(t, s.VariableKey) // as rows: the truth
-	st := &ingest.Store{Pool: env.DB.Pool}
+	st := &values.Store{Pool: env.DB.Pool}
 	for d := range shapes {
 		if n, err := st.PackDay(ctx, s.VariableKey, day0.Add(time.Duration(d)*day)); err != nil || n == 0 {
 			t.Fatalf("pack day %d: %d dots, %v", d, n, err)

@@ -1,4 +1,4 @@
-package storage_test
+package values_test
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package storage
+package values
 
 import (
 	"context"
@@ -12,8 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/sensordata/sensorapi/pkg/ingest"
-	"github.com/sensordata/sensorapi/pkg/tiers"
+	"github.com/sensordata/sensorapi/pkg/values/tiers"
 )
 
 // PackEvery is how often `serve` runs the packer.
@@ -24,11 +23,11 @@ const PackEvery = time.Hour
 const PackLockKey = 7_320_032
 
 // Packer moves the raw values of each (variable, UTC day) that ends more than After ago
-// into the packed layout (ingest.Store.PackDay: one transaction per day, so a kill
+// into the packed layout (values.Store.PackDay: one transaction per day, so a kill
 // mid-run loses and doubles nothing and the next run goes on), then drops the chunks
 // of "values" and value_minutes it emptied, giving their space back to the system.
 type Packer struct {
-	Store *ingest.Store
+	Store *Store
 	After time.Duration
 	Log   *slog.Logger
 	// Workers is how many days are packed at once (at least 1): the database's cores
@@ -48,11 +47,11 @@ type PackResult struct {
 }
 
 // Run packs every day past the window once. It refuses a window shorter than
-// ingest.PackedAge: writers look for packed days only that far back.
+// PackedAge: writers look for packed days only that far back.
 func (p *Packer) Run(ctx context.Context) (PackResult, error) {
 	var res PackResult
-	if p.After < ingest.PackedAge {
-		return res, fmt.Errorf("pack: a late-data window of %s is shorter than %s", p.After, ingest.PackedAge)
+	if p.After < PackedAge {
+		return res, fmt.Errorf("pack: a late-data window of %s is shorter than %s", p.After, PackedAge)
 	}
 	conn, err := p.Store.Pool.Acquire(ctx)
 	if err != nil {

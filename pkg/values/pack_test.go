@@ -1,4 +1,4 @@
-package storage_test
+package values_test
 
 import (
 	"context"
@@ -10,8 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sensordata/sensorapi/pkg/ingest"
-	"github.com/sensordata/sensorapi/pkg/storage"
+	"github.com/sensordata/sensorapi/pkg/values"
 	"github.com/sensordata/sensorapi/testcontainers/testenv"
 )
 
@@ -81,8 +80,8 @@ func variableKey(t *testing.T, device, variable string) int64 {
 		WHERE d.label = $1 AND v.label = $2`, device, variable))
 }
 
-func packer() *storage.Packer {
-	return &storage.Packer{Store: &ingest.Store{Pool: env.DB.Pool}, After: window, Log: env.Log}
+func packer() *values.Packer {
+	return &values.Packer{Store: &values.Store{Pool: env.DB.Pool}, After: window, Log: env.Log}
 }
 
 // TestPackIsExactResumableAndGivesSpaceBack: packing moves every dot older than the
@@ -114,7 +113,7 @@ func TestPackIsExactResumableAndGivesSpaceBack(t *testing.T) {
 	}
 
 	// a run cut short after one day
-	if n, err := (&ingest.Store{Pool: env.DB.Pool}).PackDay(context.Background(), key, old); err != nil || n == 0 {
+	if n, err := (&values.Store{Pool: env.DB.Pool}).PackDay(context.Background(), key, old); err != nil || n == 0 {
 		t.Fatalf("pack one day: %v %v", n, err)
 	}
 	if got := bothLayouts(t, key); !slices.Equal(got, before) {
@@ -151,7 +150,7 @@ func TestPackIsExactResumableAndGivesSpaceBack(t *testing.T) {
 			t.Errorf("%s: %d chunks before the window remain", table, n)
 		}
 	}
-	if ms, err := (&ingest.Store{Pool: env.DB.Pool}).CheckVariable(context.Background(), key, time.Time{}); err != nil || len(ms) > 0 {
+	if ms, err := (&values.Store{Pool: env.DB.Pool}).CheckVariable(context.Background(), key, time.Time{}); err != nil || len(ms) > 0 {
 		t.Errorf("rollups check after packing: %v %+v", err, ms)
 	}
 	// a second run finds nothing to do
@@ -310,7 +309,7 @@ func checkModel(t *testing.T, c *testenv.Client, rng *rand.Rand, step, id string
 	if newest := keys[len(keys)-1]; int64(v["timestamp"].(float64)) != newest || v["value"].(float64) != m[newest] {
 		t.Fatalf("%s: lastValue %v, the model %d = %v", step, v, newest, m[newest])
 	}
-	if ms, err := (&ingest.Store{Pool: env.DB.Pool}).CheckVariable(context.Background(), key, time.Time{}); err != nil || len(ms) > 0 {
+	if ms, err := (&values.Store{Pool: env.DB.Pool}).CheckVariable(context.Background(), key, time.Time{}); err != nil || len(ms) > 0 {
 		t.Fatalf("%s: rollups check: %v %+v", step, err, ms)
 	}
 }
@@ -437,21 +436,21 @@ func TestPackKeepsEveryBitPattern(t *testing.T) {
 	special := []float64{math.Copysign(0, -1), 0, math.SmallestNonzeroFloat64, -math.SmallestNonzeroFloat64,
 		2.2250738585072009e-308, math.MaxFloat64, -math.MaxFloat64, math.Inf(1), math.Inf(-1), math.Nextafter(1, 2), 1e-310}
 	rng := rand.New(rand.NewPCG(32, 64))
-	values := special
-	for len(values) < 20_000 {
+	vals := special
+	for len(vals) < 20_000 {
 		if f := math.Float64frombits(rng.Uint64()); !math.IsNaN(f) {
-			values = append(values, f)
+			vals = append(vals, f)
 		}
 	}
 	day0 := time.Date(1995, 6, 1, 0, 0, 0, 0, time.UTC)
-	ts := make([]time.Time, len(values))
+	ts := make([]time.Time, len(vals))
 	for i := range ts { // two days at ~8.6 s, irregular milliseconds
 		ts[i] = day0.Add(time.Duration(i)*8640*time.Millisecond + time.Duration(rng.IntN(999))*time.Millisecond)
 	}
 	fine := day0.Add(3*day + 123456*time.Microsecond) // a third day: one timestamp with µs
-	ts, values = append(ts, fine, day0.Add(3*day+time.Hour)), append(values, 1.5, 2.5)
+	ts, vals = append(ts, fine, day0.Add(3*day+time.Hour)), append(vals, 1.5, 2.5)
 	if _, err := env.DB.Pool.Exec(ctx, `INSERT INTO "values" (variable_id, ts, value)
-		SELECT $1, t, v FROM unnest($2::timestamptz[], $3::float8[]) AS u(t, v)`, s.VariableKey, ts, values); err != nil {
+		SELECT $1, t, v FROM unnest($2::timestamptz[], $3::float8[]) AS u(t, v)`, s.VariableKey, ts, vals); err != nil {
 		t.Fatal(err)
 	}
 	bits := func() map[time.Time]uint64 {
@@ -462,7 +461,7 @@ func TestPackKeepsEveryBitPattern(t *testing.T) {
 		return out
 	}
 	before := bits()
-	st := &ingest.Store{Pool: env.DB.Pool}
+	st := &values.Store{Pool: env.DB.Pool}
 	for d := day0; d.Before(day0.Add(4 * day)); d = d.Add(day) {
 		n, err := st.PackDay(ctx, s.VariableKey, d)
 		if err != nil {
@@ -473,8 +472,8 @@ func TestPackKeepsEveryBitPattern(t *testing.T) {
 		}
 	}
 	after := bits()
-	if len(after) != len(before) || len(before) != len(values) {
-		t.Fatalf("%d values after packing, %d before, %d written", len(after), len(before), len(values))
+	if len(after) != len(before) || len(before) != len(vals) {
+		t.Fatalf("%d values after packing, %d before, %d written", len(after), len(before), len(vals))
 	}
 	for at, b := range before {
 		if after[at] != b {

@@ -1,4 +1,4 @@
-package ingest
+package values
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/sensordata/sensorapi/pkg/tiers"
+	"github.com/sensordata/sensorapi/pkg/values/tiers"
 )
 
 // The packed layout (sql/20261126300001_values_packed.up.sql): a (variable, UTC day)
@@ -21,7 +21,7 @@ import (
 
 // PackedAge is how old a dot must be (at least) before its day can be packed: writers
 // look for packed days only among dots older than it, so the packer must never pack a
-// day that ends less than PackedAge ago (pkg/storage refuses a shorter window). A
+// day that ends less than PackedAge ago (Packer.Run refuses a shorter window). A
 // day's margin covers clocks of instances and database apart by less than a day.
 const PackedAge = 24 * time.Hour
 
@@ -142,12 +142,12 @@ func unpackDays(ctx context.Context, exec Exec, vars []int64, days []time.Time) 
 	return nil
 }
 
-// ClearPacked prepares a variable's values in [from, to] (ms, inclusive) for a writer
+// clearPacked prepares a variable's values in [from, to] (ms, inclusive) for a writer
 // that deletes and rewrites them as rows: the packed days inside the range are deleted
 // and the (at most two) packed days it cuts are unpacked, in the caller's transaction
-// (the synthetic variables' upkeep; Store.Delete). The caller holds the variable's row
+// (ReplaceRange, Store.Delete). The caller holds the variable's row
 // lock.
-func ClearPacked(ctx context.Context, exec Exec, key, from, to int64) error {
+func clearPacked(ctx context.Context, exec Exec, key, from, to int64) error {
 	start, end := time.UnixMilli(from).UTC(), time.UnixMilli(to).UTC()
 	if err := exec(ctx, `DELETE FROM values_packed
 		WHERE variable_id = $1 AND day >= $2 AND day + INTERVAL '1 day' - INTERVAL '1 microsecond' <= $3`,
@@ -157,10 +157,10 @@ func ClearPacked(ctx context.Context, exec Exec, key, from, to int64) error {
 	return unpackDays(ctx, exec, []int64{key, key}, []time.Time{Day(start), Day(end)})
 }
 
-// ClearPackedRanges is ClearPacked of many (variable, [from, to]) ranges at once, four
-// statements whatever their number (the synthetic variables' upkeep). A variable's
+// clearPackedRanges is clearPacked of many (variable, [from, to]) ranges at once, four
+// statements whatever their number (Replace). A variable's
 // ranges must not overlap.
-func ClearPackedRanges(ctx context.Context, exec Exec, keys, froms, tos []int64) error {
+func clearPackedRanges(ctx context.Context, exec Exec, keys, froms, tos []int64) error {
 	if len(keys) == 0 {
 		return nil
 	}
@@ -181,41 +181,66 @@ func ClearPackedRanges(ctx context.Context, exec Exec, keys, froms, tos []int64)
 // lockVariablesSQL takes the variables' rows in key order (after their devices').
 const lockVariablesSQL = `SELECT FROM variables WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE`
 
+// packedAmongSQL lists which of the (variable, day) pairs are packed.
+const packedAmongSQL = `SELECT p.variable_id, p.day FROM values_packed p
+JOIN (SELECT DISTINCT * FROM unnest($1::bigint[], $2::timestamptz[])) AS w(variable_id, day)
+  ON p.variable_id = w.variable_id AND p.day = w.day`
+
 // unpackOld unpacks the packed days that rows older than PackedAge fall in, before a
 // write adds to them: under the rows' devices' and variables' locks (in the writers'
 // lock order), so that no packer packs a day between this look and the write. Rows
-// newer than PackedAge cannot touch a packed day and cost nothing here.
-func unpackOld(ctx context.Context, tx pgx.Tx, rows []row, t targets) error {
-	cutoff := time.Now().Add(-PackedAge).UnixMilli()
-	var vars []int64
-	var days []time.Time
-	for _, r := range rows { // sorted by (variable, ts)
-		if r.ts >= cutoff {
-			continue
-		}
-		d := Day(time.UnixMilli(r.ts))
-		if n := len(vars); n > 0 && vars[n-1] == r.variable && days[n-1].Equal(d) {
-			continue
-		}
-		vars, days = append(vars, r.variable), append(days, d)
-	}
+// newer than PackedAge cannot touch a packed day and cost nothing here. Old rows cost
+// one round trip per batch: the locks and one probe of the batch's (variable, day)
+// pairs; the unpack statements run only for the days found packed (rare: late data a
+// few days old, not a bulk load of history).
+func unpackOld(ctx context.Context, tx pgx.Tx, rows []Row, t Targets) error {
+	vars, days := oldDays(rows, time.Now().Add(-PackedAge).UnixMilli())
 	if len(vars) == 0 {
 		return nil
 	}
-	devIDs, _ := sortedDevices(slices.Clone(t.devices)) // it compacts in place: writeRows reads t after
-	// one round trip: the locks, then the unpack statements (cheap index probes when
-	// none of the days is packed, the usual case of a bulk load of history)
-	stmts := []*pgx.QueuedQuery{
-		{SQL: lockDevicesSQL, Arguments: []any{devIDs}},
-		{SQL: lockVariablesSQL, Arguments: []any{vars}},
+	devIDs, _ := sortedDevices(slices.Clone(t.Devices)) // it compacts in place: writeRows reads t after
+	var packedVars []int64
+	var packedDays []time.Time
+	b := &pgx.Batch{}
+	b.Queue(lockDevicesSQL, devIDs)
+	b.Queue(lockVariablesSQL, vars)
+	b.Queue(packedAmongSQL, vars, days).Query(func(rows pgx.Rows) error {
+		var v int64
+		var d time.Time
+		_, err := pgx.ForEachRow(rows, []any{&v, &d}, func() error {
+			packedVars, packedDays = append(packedVars, v), append(packedDays, d)
+			return nil
+		})
+		return err
+	})
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("look for packed days before writing: %w", err)
 	}
-	for _, q := range unpackSQL {
-		stmts = append(stmts, &pgx.QueuedQuery{SQL: q, Arguments: []any{vars, days}})
+	if len(packedVars) == 0 {
+		return nil
 	}
-	if err := sendBatch(ctx, tx, stmts); err != nil {
-		return fmt.Errorf("unpack before writing: %w", err)
+	if err := unpackDays(ctx, execIn(tx), packedVars, packedDays); err != nil {
+		return fmt.Errorf("before writing: %w", err)
 	}
 	return nil
+}
+
+// oldDays are the distinct (variable, UTC day) pairs of the rows (sorted by (variable,
+// ts)) older than cutoff (ms).
+func oldDays(rows []Row, cutoff int64) ([]int64, []time.Time) {
+	const dayMs = int64(24 * time.Hour / time.Millisecond)
+	var vars, starts []int64
+	for _, r := range rows {
+		if r.TS >= cutoff {
+			continue
+		}
+		d := r.TS - ((r.TS%dayMs)+dayMs)%dayMs // floor, also before 1970
+		if n := len(vars); n > 0 && vars[n-1] == r.Variable && starts[n-1] == d {
+			continue
+		}
+		vars, starts = append(vars, r.Variable), append(starts, d)
+	}
+	return vars, millisToTimes(starts)
 }
 
 // restoreMinutesSQL gives the packed days in [$1, $2) their minute tiles back, from
