@@ -7,7 +7,7 @@ import (
 
 	"github.com/uptrace/bun"
 
-	"github.com/sensordata/sensorapi/pkg/apierr"
+	"github.com/sensordata/sensorapi/pkg/fault"
 	"github.com/sensordata/sensorapi/pkg/validate"
 )
 
@@ -99,7 +99,7 @@ func checkLoops(ctx context.Context, db bun.IDB, e *Event) error {
 		return t
 	}
 	cond := e.DeviceLabel + "." + e.VariableLabel
-	errs := apierr.Fields{}
+	errs := fault.Fields{}
 	for i, t := range own {
 		// breadth-first from the written variable, through other events' writes
 		seen := map[string]bool{}

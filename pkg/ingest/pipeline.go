@@ -10,8 +10,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"golang.org/x/sync/semaphore"
 
-	"github.com/sensordata/sensorapi/pkg/apierr"
 	"github.com/sensordata/sensorapi/pkg/cache"
+	"github.com/sensordata/sensorapi/pkg/fault"
 	"github.com/sensordata/sensorapi/pkg/metrics"
 )
 
@@ -157,7 +157,7 @@ func (p *Pipeline) ToVariableID(ctx context.Context, account int64, id string, d
 }
 
 // ToCollection writes dots whose Target is a variable public id; an id the account
-// does not hold is a 400001 naming the item, and nothing is written.
+// does not hold is an invalid error naming the item, and nothing is written.
 func (p *Pipeline) ToCollection(ctx context.Context, account int64, dots []Dot) error {
 	return p.byID(ctx, account, dots, itemsNotFound)
 }
@@ -211,7 +211,7 @@ func (p *Pipeline) checkHorizon(ctx context.Context, dots []Dot) error {
 	ms := h.UnixMilli()
 	for _, d := range dots {
 		if d.TS < ms {
-			return apierr.Invalid("timestamp", fmt.Sprintf(
+			return fault.Invalid("timestamp", fmt.Sprintf(
 				"Values older than the raw horizon (%d) are no longer kept raw (retention); write timestamps from %d on.",
 				ms, ms))
 		}
@@ -295,7 +295,7 @@ func (p *Pipeline) submit(ctx context.Context, j *job) error {
 			return ctx.Err()
 		}
 		p.metrics.IngestRejected.Inc()
-		return apierr.QueueFull
+		return fault.QueueFull
 	}
 	j.done = make(chan error, 1)
 	p.metrics.IngestQueued.Add(float64(n))
@@ -452,7 +452,7 @@ func (p *Pipeline) writeAlone(ctx context.Context, r resolver) error {
 // field. A batch it failed was written again message by message (commit), so only the
 // message that holds the bad data meets it here.
 func (p *Pipeline) refused(err error) error {
-	ae := apierr.DataException(err)
+	ae := fault.DataException(err)
 	if ae == nil {
 		return err
 	}

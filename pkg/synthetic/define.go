@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sensordata/sensorapi/pkg/apierr"
+	"github.com/sensordata/sensorapi/pkg/fault"
 	"github.com/sensordata/sensorapi/querybuilder"
 )
 
@@ -71,7 +71,7 @@ func AccountResolver(ctx context.Context, tx Tx, account int64) Resolver {
 func Invalid(err error) error {
 	var e *Error
 	if errors.As(err, &e) {
-		return apierr.Invalid(Field, e.Error())
+		return fault.Invalid(Field, e.Error())
 	}
 	return err
 }
@@ -151,7 +151,7 @@ func checkGraph(ctx context.Context, tx Tx, account, key int64, inputs []int64) 
 	}
 	graph[key] = inputs
 	if slices.Contains(inputs, key) {
-		return apierr.Invalid(Field, fmt.Sprintf("The expression reads its own variable {{%s}}: a cycle.", names[key]))
+		return fault.Invalid(Field, fmt.Sprintf("The expression reads its own variable {{%s}}: a cycle.", names[key]))
 	}
 	// depth(v) = 1 + the deepest synthetic input; a path back to v is a cycle
 	depth := map[int64]int{}
@@ -192,10 +192,10 @@ func checkGraph(ctx context.Context, tx Tx, account, key int64, inputs []int64) 
 			for i, c := range cycle {
 				parts[i] = "{{" + names[c] + "}}"
 			}
-			return apierr.Invalid(Field, "The expression closes a cycle: "+strings.Join(parts, " reads ")+".")
+			return fault.Invalid(Field, "The expression closes a cycle: "+strings.Join(parts, " reads ")+".")
 		}
 		if d > MaxDepth {
-			return apierr.Invalid(Field, fmt.Sprintf(
+			return fault.Invalid(Field, fmt.Sprintf(
 				"Synthetic variables may be chained at most %d deep; with this expression {{%s}} would be %d deep.", MaxDepth, names[v], d))
 		}
 	}
