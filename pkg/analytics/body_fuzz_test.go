@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sensordata/sensorapi/pkg/apierr"
+	"github.com/sensordata/sensorapi/pkg/fault"
 	"github.com/sensordata/sensorapi/pkg/validate"
 	"github.com/sensordata/sensorapi/querybuilder"
 )
@@ -19,12 +19,12 @@ const fuzzAccount = 7
 // allowString) the detail-only parse error of a body that is not a JSON object.
 func checkRejected(t *testing.T, body []byte, err error, allowString bool) {
 	t.Helper()
-	var ae *apierr.Error
-	if !errors.As(err, &ae) || ae.Status() != 400 {
-		t.Fatalf("rejection is not a 400 *apierr.Error: %#v", err)
+	var ae *fault.Error
+	if !errors.As(err, &ae) || ae.Kind != fault.KindInvalid {
+		t.Fatalf("rejection is not an invalid *fault.Error: %#v", err)
 	}
 	switch d := ae.Detail.(type) {
-	case apierr.Fields:
+	case fault.Fields:
 		if len(d) == 0 {
 			t.Fatalf("400 names no field: %#v", ae)
 		}
@@ -351,7 +351,7 @@ func checkZone(t *testing.T, zone string) {
 
 // objectWith is a reader over {name: raw}.
 func objectWith(name string, raw json.RawMessage) *validate.Object {
-	return validate.NewObject(map[string]json.RawMessage{name: raw}, apierr.Fields{}, "")
+	return validate.NewObject(map[string]json.RawMessage{name: raw}, fault.Fields{}, "")
 }
 
 // checkOnlyField: a refusal names exactly the field read.

@@ -11,7 +11,7 @@ import (
 	"time"
 	_ "time/tzdata" // zone names validate the same on every host, with or without /usr/share/zoneinfo
 
-	"github.com/sensordata/sensorapi/pkg/apierr"
+	"github.com/sensordata/sensorapi/pkg/fault"
 	"github.com/sensordata/sensorapi/pkg/validate"
 	"github.com/sensordata/sensorapi/querybuilder"
 )
@@ -50,11 +50,11 @@ type Response struct {
 	Columns any `json:"columns"`
 }
 
-// JSONParseError is the detail-only 400 that E8 and E9 answer for a body that is not a
-// JSON object (spec).
+// JSONParseError is the invalid error, a sentence rather than fields, that E8 and E9
+// answer for a body that is not a JSON object: HTTP renders it detail-only (spec).
 func JSONParseError(reason string) error {
 	msg := "JSON parse error - " + reason
-	return apierr.New(apierr.KindInvalid, 0, msg, msg)
+	return fault.New(fault.KindInvalid, msg)
 }
 
 // common holds the fields E8 and E9 share.
@@ -115,7 +115,7 @@ func readObject(body []byte) (*validate.Object, error) {
 	if raw == nil {
 		return nil, JSONParseError("expected a JSON object")
 	}
-	return validate.NewObject(raw, apierr.Fields{}, ""), nil
+	return validate.NewObject(raw, fault.Fields{}, ""), nil
 }
 
 func readCommon(o *validate.Object) common {
@@ -214,10 +214,10 @@ func millis(ms *int64) *time.Time {
 	return &t
 }
 
-// CheckResolved turns the statement's rows for unknown ids (NULL ts) into a 400001 on
-// variables naming each of them.
+// CheckResolved turns the statement's rows for unknown ids (NULL ts) into an invalid
+// error on variables naming each of them.
 func CheckResolved(rows []Row, ids []string) error {
-	errs := apierr.Fields{}
+	errs := fault.Fields{}
 	for _, r := range rows {
 		if r.TS == nil {
 			errs.Add("variables", fmt.Sprintf("Variable '%s' was not found.", ids[r.Ord-1]))

@@ -4,10 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
-	"github.com/sensordata/sensorapi/pkg/apierr"
+	"github.com/sensordata/sensorapi/pkg/fault"
 	"github.com/sensordata/sensorapi/querybuilder"
 )
 
@@ -66,25 +67,24 @@ func TestParseResampleRefuses(t *testing.T) {
 	}
 	for body, field := range cases {
 		_, err := ParseResample([]byte(body), 1)
-		var ae *apierr.Error
-		if !errors.As(err, &ae) || ae.Code != 400001 || len(ae.Detail.(apierr.Fields)[field]) == 0 {
-			t.Errorf("%s: want a 400001 on %s, got %v", body, field, err)
+		var ae *fault.Error
+		if !errors.As(err, &ae) || ae.Kind != fault.KindInvalid || len(ae.Detail.(fault.Fields)[field]) == 0 {
+			t.Errorf("%s: want invalid on %s, got %v", body, field, err)
 		}
 	}
 }
 
+// TestParseJSONErrorsAreDetailOnly: a body that is not a JSON object is invalid with a
+// sentence, not fields, which HTTP renders as {"detail": ...} alone (pkg/apierr).
 func TestParseJSONErrorsAreDetailOnly(t *testing.T) {
 	for _, body := range []string{`{`, `[]`, `null`, `"x"`} {
 		_, err := ParseAggregation([]byte(body), 1)
-		var ae *apierr.Error
-		if !errors.As(err, &ae) || ae.Status() != 400 {
+		var ae *fault.Error
+		if !errors.As(err, &ae) || ae.Kind != fault.KindInvalid {
 			t.Fatalf("%s: %v", body, err)
 		}
-		b, _ := json.Marshal(ae.Body())
-		var m map[string]any
-		_ = json.Unmarshal(b, &m)
-		if len(m) != 1 || m["detail"] == nil {
-			t.Errorf("%s: body %s, want only a detail", body, b)
+		if d, ok := ae.Detail.(string); !ok || !strings.HasPrefix(d, "JSON parse error - ") {
+			t.Errorf("%s: detail %#v, want a parse error sentence", body, ae.Detail)
 		}
 	}
 }

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/sensordata/sensorapi/pkg/apierr"
+	"github.com/sensordata/sensorapi/pkg/fault"
 	"github.com/sensordata/sensorapi/pkg/validate"
 	"github.com/sensordata/sensorapi/querybuilder"
 )
@@ -28,7 +28,7 @@ type StatisticsOptions struct {
 }
 
 // ParseStatistics validates an E7 body (API.md §7) for the account and returns the
-// compiler request and the answer options. Invalid input is an *apierr.Error 400001
+// compiler request and the answer options. Invalid input is an invalid *fault.Error
 // naming every bad field by its dotted path.
 func ParseStatistics(body []byte, accountID int64) (querybuilder.StatisticsRequest, StatisticsOptions, error) {
 	var req querybuilder.StatisticsRequest
@@ -37,7 +37,7 @@ func ParseStatistics(body []byte, accountID int64) (querybuilder.StatisticsReque
 	if err != nil {
 		return req, opts, err
 	}
-	errs := apierr.Fields{}
+	errs := fault.Fields{}
 	o := validate.NewObject(raw, errs, "")
 	o.Require("start", "end", "variables")
 	start, okStart := o.Int("start", 0, maxTimestampMs)
@@ -64,9 +64,9 @@ func decodeStatisticsBody(body []byte) (map[string]json.RawMessage, error) {
 	var te *json.UnmarshalTypeError
 	switch {
 	case errors.As(err, &te) || (err == nil && m == nil):
-		return nil, apierr.ParseError("expected a JSON object")
+		return nil, fault.ParseError("expected a JSON object")
 	case err != nil:
-		return nil, apierr.ParseError(err.Error())
+		return nil, fault.ParseError(err.Error())
 	}
 	return m, nil
 }

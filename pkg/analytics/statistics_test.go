@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sensordata/sensorapi/pkg/apierr"
+	"github.com/sensordata/sensorapi/pkg/fault"
 	"github.com/sensordata/sensorapi/querybuilder"
 )
 
@@ -68,17 +68,17 @@ func TestParseStatisticsErrors(t *testing.T) {
 	}
 	for body, want := range cases {
 		_, _, err := ParseStatistics([]byte(body), 1)
-		var ae *apierr.Error
-		if !errors.As(err, &ae) || ae.Code != 400001 {
+		var ae *fault.Error
+		if !errors.As(err, &ae) || ae.Kind != fault.KindInvalid {
 			t.Fatalf("%s: %v", body, err)
 		}
-		if got := fieldNames(ae.Detail.(apierr.Fields)); got != want {
+		if got := fieldNames(ae.Detail.(fault.Fields)); got != want {
 			t.Errorf("%s: fields %q, want %q", body, got, want)
 		}
 	}
 }
 
-func fieldNames(f apierr.Fields) string {
+func fieldNames(f fault.Fields) string {
 	names := make([]string, 0, len(f))
 	for k := range f {
 		names = append(names, k)

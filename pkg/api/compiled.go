@@ -10,7 +10,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/sensordata/sensorapi/pkg/analytics"
-	"github.com/sensordata/sensorapi/pkg/apierr"
+	"github.com/sensordata/sensorapi/pkg/fault"
 	"github.com/sensordata/sensorapi/pkg/store"
 	"github.com/sensordata/sensorapi/querybuilder"
 )
@@ -32,7 +32,7 @@ func (s *Server) explain(c *gin.Context, r request) (bool, error) {
 	case "sql", "analyze":
 		return true, s.explainCompiled(c, r, mode == "analyze")
 	default:
-		return true, apierr.Invalid("explain", fmt.Sprintf("%q is not a valid choice: use sql or analyze.", mode))
+		return true, fault.Invalid("explain", fmt.Sprintf("%q is not a valid choice: use sql or analyze.", mode))
 	}
 }
 
@@ -53,7 +53,7 @@ func (s *Server) runCompiled(c *gin.Context, q querybuilder.Query, dest any) err
 		reflect.ValueOf(dest).Elem().SetZero()
 		return db.NewRaw(q.SQL, store.BindArgs(q.Args)...).Scan(c, dest)
 	})
-	if q.IEEE != nil && apierr.IsOutOfRange(err) { // a sum past the largest double
+	if q.IEEE != nil && fault.IsOutOfRange(err) { // a sum past the largest double
 		return s.runCompiled(c, *q.IEEE, dest)
 	}
 	s.Log.DebugContext(c, "compiled statement", "request_id", requestID(c), "sql", q.SQL,

@@ -12,7 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/sensordata/sensorapi/pkg/apierr"
+	"github.com/sensordata/sensorapi/pkg/fault"
 	"github.com/sensordata/sensorapi/pkg/validate"
 	"github.com/sensordata/sensorapi/testcontainers/testenv"
 )
@@ -214,7 +214,7 @@ func TestDataExceptionInWriteIs400(t *testing.T) {
 	}
 	for _, code := range []string{"22P05", "22P02", "22003", "22001", "22021"} {
 		remove := env.InjectFault(t, faulty, code)
-		wantInvalid(t, c.Post("/api/v1.6/devices/net/faulty/values", `{"value":1,"timestamp":1}`), "body", apierr.MsgDataRefused)
+		wantInvalid(t, c.Post("/api/v1.6/devices/net/faulty/values", `{"value":1,"timestamp":1}`), "body", fault.MsgDataRefused)
 		remove()
 	}
 
@@ -227,7 +227,7 @@ func TestDataExceptionInWriteIs400(t *testing.T) {
 		r := c.Post("/api/v1.6/devices/net/", fmt.Sprintf(`{%q:{"value":%d,"timestamp":%d}}`, variable, i, 10+i))
 		switch {
 		case status == 400:
-			wantInvalid(t, r, "body", apierr.MsgDataRefused)
+			wantInvalid(t, r, "body", fault.MsgDataRefused)
 		case r.Status != status:
 			t.Errorf("%s %d: %d %s", variable, i, r.Status, r.Body)
 		}

@@ -11,7 +11,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/sensordata/sensorapi/pkg/apibody"
-	"github.com/sensordata/sensorapi/pkg/apierr"
+	"github.com/sensordata/sensorapi/pkg/fault"
 	"github.com/sensordata/sensorapi/pkg/model"
 	"github.com/sensordata/sensorapi/pkg/store"
 	"github.com/sensordata/sensorapi/pkg/validate"
@@ -120,7 +120,7 @@ func (s *Server) deleteDevice(c *gin.Context) error {
 
 // findDevice reads the account's Device by path key; anything else is a 404.
 func findDevice(ctx context.Context, db bun.IDB, accountID int64, rawKey string, forUpdate bool) (*model.Device, error) {
-	notFound := apierr.NotFound(fmt.Sprintf("Device '%s' was not found.", rawKey))
+	notFound := fault.NotFound(fmt.Sprintf("Device '%s' was not found.", rawKey))
 	key, ok := validate.ParseKey(rawKey)
 	if !ok {
 		return nil, notFound
@@ -135,7 +135,7 @@ func findDevice(ctx context.Context, db bun.IDB, accountID int64, rawKey string,
 // applyDevice validates the sent fields and applies them to d; required asks for the
 // create fields (POST, PUT). Unknown and read-only fields are ignored, as DRF does.
 func applyDevice(ctx context.Context, db bun.IDB, raw map[string]json.RawMessage, d *model.Device, required bool) error {
-	errs := apierr.Fields{}
+	errs := fault.Fields{}
 	o := validate.NewObject(raw, errs, "")
 	apibody.ReadDevice(o, d, required)
 	if err := readDeviceOrganization(ctx, db, o, d); err != nil {
@@ -170,7 +170,7 @@ func readDeviceOrganization(ctx context.Context, db bun.IDB, o *validate.Object,
 // concurrent creates cannot both pass) into a 400001 on label.
 func deviceWriteError(err error) error {
 	if store.IsUniqueViolation(err, "devices_account_id_label_key") {
-		return apierr.Invalid("label", "A device with this label already exists.")
+		return fault.Invalid("label", "A device with this label already exists.")
 	}
 	return err
 }

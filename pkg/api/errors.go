@@ -8,6 +8,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/sensordata/sensorapi/pkg/apierr"
+	"github.com/sensordata/sensorapi/pkg/fault"
 )
 
 var errMethodNotAllowed = apierr.MethodNotAllowed
@@ -25,7 +26,7 @@ func wrap(h handlerFunc) gin.HandlerFunc {
 }
 
 func notFoundPath(path string) error {
-	return apierr.NotFound(fmt.Sprintf("The path '%s' was not found.", path))
+	return fault.NotFound(fmt.Sprintf("The path '%s' was not found.", path))
 }
 
 // renderErrors turns the last error a handler returned into the JSON body of API.md §2.
@@ -37,29 +38,33 @@ func (s *Server) renderErrors(c *gin.Context) {
 	s.writeError(c, s.toAPIError(c, c.Errors.Last().Err))
 }
 
-// toAPIError maps any error to an *apierr.Error: API errors as they are, a fault of the
-// database's environment (unreachable, restarting, read-only, out of disk, memory or
-// connections) to a 503 naming it, a statement timeout to its own 503, anything else
-// to a 500 whose cause is logged but never sent.
+// toAPIError renders any error for HTTP through apierr's table: HTTP's own errors as
+// they are, a fault (pkg/fault) by its kind, a fault of the database's environment
+// (unreachable, restarting, read-only, out of disk, memory or connections) as an
+// unavailable fault naming it, a statement timeout as its own kind, anything else as a
+// 500 whose cause is logged but never sent.
 func (s *Server) toAPIError(c *gin.Context, err error) *apierr.Error {
 	var ae *apierr.Error
+	var fe *fault.Error
 	var mbe *http.MaxBytesError
 	switch {
 	case errors.As(err, &ae):
 		return ae
+	case errors.As(err, &fe) && fe.Kind != fault.KindInternal:
+		return apierr.Render(fe)
 	case errors.As(err, &mbe):
 		return apierr.TooLarge
 	case c.Request.Context().Err() != nil:
 		// the client went away (its transaction was rolled back): not a server fault
 		s.Log.InfoContext(c, "client closed the request", "request_id", requestID(c), "route", c.FullPath())
 		return apierr.ClientClosed
-	case apierr.IsTimeout(err) && c.Request.Context().Err() == nil:
+	case fault.IsTimeout(err) && c.Request.Context().Err() == nil:
 		s.Log.WarnContext(c, "query timeout", "request_id", requestID(c), "route", c.FullPath())
 		return apierr.QueryTimeout
 	}
-	if ae := apierr.FromDatabase(err); ae != nil {
-		s.Log.WarnContext(c, "database unavailable", "request_id", requestID(c), "cause", ae.Detail, "error", err.Error())
-		return ae
+	if fe := fault.FromDatabase(err); fe != nil {
+		s.Log.WarnContext(c, "database unavailable", "request_id", requestID(c), "cause", fe.Detail, "error", err.Error())
+		return apierr.Render(fe)
 	}
 	s.Log.ErrorContext(c, "internal error", "request_id", requestID(c), "route", c.FullPath(), "error", err.Error())
 	return apierr.Internal(requestID(c))

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/sensordata/sensorapi/pkg/apierr"
+	"github.com/sensordata/sensorapi/pkg/fault"
 	"github.com/sensordata/sensorapi/pkg/openapi"
 	"github.com/sensordata/sensorapi/pkg/store"
 )
@@ -26,11 +27,11 @@ func (s *Server) readyz(c *gin.Context) {
 	defer cancel()
 	if err := store.Ready(ctx, s.DB); err != nil {
 		s.Log.WarnContext(c, "not ready", "error", err.Error())
-		ae := apierr.FromDatabase(err)
-		if ae == nil {
-			ae = apierr.Unavailable
+		fe := fault.FromDatabase(err)
+		if fe == nil {
+			fe = fault.Unavailable
 		}
-		s.writeError(c, ae)
+		s.writeError(c, apierr.Render(fe))
 		return
 	}
 	body := gin.H{"status": "ready"}

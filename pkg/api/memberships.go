@@ -10,7 +10,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/sensordata/sensorapi/pkg/apibody"
-	"github.com/sensordata/sensorapi/pkg/apierr"
+	"github.com/sensordata/sensorapi/pkg/fault"
 	"github.com/sensordata/sensorapi/pkg/store"
 )
 
@@ -31,7 +31,7 @@ func (s *Server) changeMemberships(c *gin.Context, assign bool) error {
 	if err != nil {
 		return err
 	}
-	errs := apierr.Fields{}
+	errs := fault.Fields{}
 	wanted := apibody.ReadAssignments(items, errs, assign)
 	if err := errs.Err(); err != nil {
 		return err
@@ -68,7 +68,7 @@ func decodeArray(c *gin.Context) ([]json.RawMessage, error) {
 	}
 	var items []json.RawMessage
 	if err := json.Unmarshal(body, &items); err != nil || items == nil {
-		return nil, apierr.ParseError("expected a JSON array")
+		return nil, fault.ParseError("expected a JSON array")
 	}
 	return items, nil
 }
@@ -76,7 +76,7 @@ func decodeArray(c *gin.Context) ([]json.RawMessage, error) {
 // resolveAssignments maps labels to the account's rows; an unknown one is a message on
 // its item. Assignments apply in order, so a later item for the same Organization wins.
 func (s *Server) resolveAssignments(ctx context.Context, accountID int64, wanted []apibody.Assignment,
-	errs apierr.Fields) ([]store.Assignment, error) {
+	errs fault.Fields) ([]store.Assignment, error) {
 	var orgLabels, roleLabels []string
 	for _, w := range wanted {
 		orgLabels = append(orgLabels, w.Org)

@@ -10,7 +10,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/sensordata/sensorapi/pkg/apibody"
-	"github.com/sensordata/sensorapi/pkg/apierr"
+	"github.com/sensordata/sensorapi/pkg/fault"
 	"github.com/sensordata/sensorapi/pkg/model"
 	"github.com/sensordata/sensorapi/pkg/store"
 	"github.com/sensordata/sensorapi/pkg/validate"
@@ -34,7 +34,7 @@ func (s *Server) createOrganization(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	errs := apierr.Fields{}
+	errs := fault.Fields{}
 	o := validate.NewObject(raw, errs, "")
 	o.Require("label")
 	org := &model.Organization{AccountID: account(c).ID, Properties: json.RawMessage("{}")}
@@ -85,7 +85,7 @@ func (s *Server) updateOrganization(c *gin.Context, required ...string) error {
 	if err != nil {
 		return err
 	}
-	errs := apierr.Fields{}
+	errs := fault.Fields{}
 	o := validate.NewObject(raw, errs, "")
 	o.Require(required...)
 	cols := apibody.ReadOrganization(o, org)
@@ -113,7 +113,7 @@ func (s *Server) deleteOrganization(c *gin.Context) error {
 
 func (s *Server) findOrganization(c *gin.Context) (*model.Organization, error) {
 	raw := c.Param("key")
-	notFound := apierr.NotFound(fmt.Sprintf("Organization '%s' was not found.", raw))
+	notFound := fault.NotFound(fmt.Sprintf("Organization '%s' was not found.", raw))
 	k, ok := validate.ParseKey(raw)
 	if !ok {
 		return nil, notFound
@@ -127,7 +127,7 @@ func (s *Server) findOrganization(c *gin.Context) (*model.Organization, error) {
 
 func organizationStoreError(err error) error {
 	if errors.Is(err, store.ErrLabelTaken) {
-		return apierr.Invalid("label", msgLabelTaken)
+		return fault.Invalid("label", msgLabelTaken)
 	}
 	return err
 }
@@ -144,7 +144,7 @@ func (s *Server) listRoles(c *gin.Context) error {
 
 func (s *Server) getRole(c *gin.Context) error {
 	raw := c.Param("key")
-	notFound := apierr.NotFound(fmt.Sprintf("Role '%s' was not found.", raw))
+	notFound := fault.NotFound(fmt.Sprintf("Role '%s' was not found.", raw))
 	k, ok := validate.ParseKey(raw)
 	if !ok {
 		return notFound

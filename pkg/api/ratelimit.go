@@ -58,7 +58,6 @@ func (s *Server) rateLimit(c *gin.Context, tok string) bool {
 		return true
 	}
 	secs := strconv.Itoa(int(math.Ceil(wait.Seconds())))
-	s.writeError(c, apierr.New(apierr.KindRateLimited, 429001, "Too many requests.",
-		"Rate limit exceeded: retry after "+secs+" s.").RetryAfter(secs))
+	s.writeError(c, apierr.TooManyRequests(secs))
 	return false
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/sensordata/sensorapi/pkg/apierr"
+	"github.com/sensordata/sensorapi/pkg/fault"
 )
 
 // readJSON returns the request body after the checks every JSON route shares: media
@@ -30,13 +31,13 @@ func readJSON(c *gin.Context) ([]byte, error) {
 	case errors.As(err, &mbe):
 		return nil, apierr.TooLarge
 	case err != nil:
-		return nil, apierr.ParseError("could not read the body")
+		return nil, fault.ParseError("could not read the body")
 	case len(body) == 0:
-		return nil, apierr.ParseError("the body is empty")
+		return nil, fault.ParseError("the body is empty")
 	case !utf8.Valid(body):
-		return nil, apierr.ParseError("the body is not valid UTF-8")
+		return nil, fault.ParseError("the body is not valid UTF-8")
 	case !json.Valid(body):
-		return nil, apierr.ParseError(syntaxReason(body))
+		return nil, fault.ParseError(syntaxReason(body))
 	}
 	return body, nil
 }
@@ -63,7 +64,7 @@ func decodeObject(c *gin.Context) (map[string]json.RawMessage, error) {
 	}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(body, &m); err != nil || m == nil {
-		return nil, apierr.ParseError("expected a JSON object")
+		return nil, fault.ParseError("expected a JSON object")
 	}
 	return m, nil
 }

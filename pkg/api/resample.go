@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/sensordata/sensorapi/pkg/analytics"
-	"github.com/sensordata/sensorapi/pkg/apierr"
+	"github.com/sensordata/sensorapi/pkg/fault"
 )
 
 // resampleRoutes registers E8 and E9 (API.md §8, §9).
@@ -48,9 +48,9 @@ func (s *Server) aggregation(c *gin.Context) error {
 // readAnalyticsBody is readJSON with E8/E9's detail-only parse errors (spec).
 func readAnalyticsBody(c *gin.Context) ([]byte, error) {
 	body, err := readJSON(c)
-	var ae *apierr.Error
-	if errors.As(err, &ae) && ae.Code == 400001 {
-		if f, ok := ae.Detail.(apierr.Fields); ok && len(f["body"]) > 0 {
+	var fe *fault.Error
+	if errors.As(err, &fe) && fe.Kind == fault.KindInvalid {
+		if f, ok := fe.Detail.(fault.Fields); ok && len(f["body"]) > 0 {
 			return nil, analytics.JSONParseError(strings.TrimPrefix(f["body"][0], "JSON parse error - "))
 		}
 	}
@@ -83,7 +83,7 @@ func zoneError(err error) error {
 	}
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && pe.Code == "22023" && strings.Contains(pe.Message, "time zone") {
-		return apierr.Invalid("tz", "This time zone is not known to the database.")
+		return fault.Invalid("tz", "This time zone is not known to the database.")
 	}
 	return fmt.Errorf("run analytics statement: %w", err)
 }

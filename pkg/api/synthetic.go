@@ -9,7 +9,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/uptrace/bun"
 
-	"github.com/sensordata/sensorapi/pkg/apierr"
+	"github.com/sensordata/sensorapi/pkg/fault"
 	"github.com/sensordata/sensorapi/pkg/model"
 	"github.com/sensordata/sensorapi/pkg/synthetic"
 	"github.com/sensordata/sensorapi/querybuilder"
@@ -25,7 +25,7 @@ func syntheticField(raw map[string]json.RawMessage) (*string, error) {
 	delete(raw, synthetic.Field)
 	var expr string
 	if err := json.Unmarshal(r, &expr); err != nil {
-		return nil, apierr.Invalid(synthetic.Field, "Not a valid string.")
+		return nil, fault.Invalid(synthetic.Field, "Not a valid string.")
 	}
 	if t, ok := raw["type"]; ok {
 		var typ string
@@ -35,7 +35,7 @@ func syntheticField(raw map[string]json.RawMessage) (*string, error) {
 			want = "synthetic"
 		}
 		if typ != want {
-			return nil, apierr.Invalid("type", "The type follows syntheticExpression: \""+want+"\" here.")
+			return nil, fault.Invalid("type", "The type follows syntheticExpression: \""+want+"\" here.")
 		}
 		delete(raw, "type")
 	}
@@ -50,14 +50,14 @@ func (s *Server) redefine(ctx context.Context, tx bun.Tx, v *model.Variable, exp
 	case expr == nil, *expr == "" && v.Type != "synthetic":
 		return nil
 	case *expr == "":
-		return apierr.Invalid(synthetic.Field, "A synthetic variable cannot become raw: its values come from its expression. Create a raw variable instead.")
+		return fault.Invalid(synthetic.Field, "A synthetic variable cannot become raw: its values come from its expression. Create a raw variable instead.")
 	case v.Type != "synthetic":
 		var has bool
 		if err := tx.NewRaw(`SELECT EXISTS (SELECT 1 FROM "values" WHERE variable_id = ?)`, v.ID).Scan(ctx, &has); err != nil {
 			return err
 		}
 		if has {
-			return apierr.Invalid(synthetic.Field, "This raw variable holds values: a variable with values cannot become synthetic. Create a new variable with the expression.")
+			return fault.Invalid(synthetic.Field, "This raw variable holds values: a variable with values cannot become synthetic. Create a new variable with the expression.")
 		}
 	case *expr == v.SyntheticExpression:
 		return nil // the same text: nothing to recompute
@@ -69,7 +69,7 @@ func (s *Server) redefine(ctx context.Context, tx bun.Tx, v *model.Variable, exp
 // computes a synthetic Variable's whole history (API.md §17).
 func (s *Server) explainSynthetic(c *gin.Context, v *model.Variable) error {
 	if mode := c.Query("explain"); mode != "sql" {
-		return apierr.Invalid("explain", "\""+mode+"\" is not a valid choice here: use sql.")
+		return fault.Invalid("explain", "\""+mode+"\" is not a valid choice here: use sql.")
 	}
 	var q querybuilder.Query
 	err := s.DB.RunInTx(c, nil, func(ctx context.Context, tx bun.Tx) error {
@@ -78,7 +78,7 @@ func (s *Server) explainSynthetic(c *gin.Context, v *model.Variable) error {
 		return err
 	})
 	if errors.Is(err, synthetic.ErrNotSynthetic) {
-		return apierr.Invalid("explain", "This variable is raw: only a synthetic variable has a statement that computes it.")
+		return fault.Invalid("explain", "This variable is raw: only a synthetic variable has a statement that computes it.")
 	}
 	if err != nil {
 		return err

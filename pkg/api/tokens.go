@@ -6,8 +6,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/sensordata/sensorapi/pkg/apierr"
 	"github.com/sensordata/sensorapi/pkg/auth"
+	"github.com/sensordata/sensorapi/pkg/fault"
 	"github.com/sensordata/sensorapi/pkg/model"
 	"github.com/sensordata/sensorapi/pkg/store"
 	"github.com/sensordata/sensorapi/pkg/validate"
@@ -95,7 +95,7 @@ func (s *Server) deleteToken(c *gin.Context) error {
 		return err
 	}
 	if !ok {
-		return apierr.NotFound("Token '" + c.Param("id") + "' was not found.")
+		return fault.NotFound("Token '" + c.Param("id") + "' was not found.")
 	}
 	c.Status(http.StatusNoContent)
 	return nil
@@ -104,7 +104,7 @@ func (s *Server) deleteToken(c *gin.Context) error {
 // readToken validates a token body: label (required), and on the account routes scope
 // (full or read, default full); a device route's token has scope device.
 func readToken(raw map[string]json.RawMessage, accountID int64, dev *model.Device) (*model.Token, error) {
-	errs := apierr.Fields{}
+	errs := fault.Fields{}
 	o := validate.NewObject(raw, errs, "")
 	t := &model.Token{AccountID: accountID, Scope: string(auth.ScopeDevice)}
 	if o.Require("label") {

@@ -12,7 +12,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/sensordata/sensorapi/pkg/apibody"
-	"github.com/sensordata/sensorapi/pkg/apierr"
+	"github.com/sensordata/sensorapi/pkg/fault"
 	"github.com/sensordata/sensorapi/pkg/model"
 	"github.com/sensordata/sensorapi/pkg/store"
 	"github.com/sensordata/sensorapi/pkg/validate"
@@ -42,7 +42,7 @@ func (s *Server) createUser(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	errs := apierr.Fields{}
+	errs := fault.Fields{}
 	o := validate.NewObject(raw, errs, "")
 	o.Require("username", "email", "password")
 	u := &model.User{AccountID: account(c).ID, FirstTime: true, IsActive: true, Tags: []string{},
@@ -99,7 +99,7 @@ func (s *Server) updateUser(c *gin.Context, required ...string) error {
 	if err != nil {
 		return err
 	}
-	errs := apierr.Fields{}
+	errs := fault.Fields{}
 	o := validate.NewObject(raw, errs, "")
 	o.Require(required...)
 	cols := apibody.ReadUser(o, u)
@@ -131,7 +131,7 @@ func (s *Server) deleteUser(c *gin.Context) error {
 // findUser resolves the path key (id or ~username) within the account.
 func (s *Server) findUser(c *gin.Context) (*model.User, error) {
 	raw := c.Param("key")
-	notFound := apierr.NotFound(fmt.Sprintf("User '%s' was not found.", raw))
+	notFound := fault.NotFound(fmt.Sprintf("User '%s' was not found.", raw))
 	var k store.UserKey
 	if name, ok := strings.CutPrefix(raw, "~"); ok {
 		if !apibody.UsernameRe.MatchString(name) {
@@ -153,7 +153,7 @@ func (s *Server) findUser(c *gin.Context) (*model.User, error) {
 
 func userStoreError(err error) error {
 	if errors.Is(err, store.ErrUsernameTaken) {
-		return apierr.Invalid("username", msgUsernameTaken)
+		return fault.Invalid("username", msgUsernameTaken)
 	}
 	return err
 }

@@ -10,7 +10,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/sensordata/sensorapi/pkg/apierr"
+	"github.com/sensordata/sensorapi/pkg/fault"
 	"github.com/sensordata/sensorapi/pkg/ingest"
 	"github.com/sensordata/sensorapi/pkg/store"
 	"github.com/sensordata/sensorapi/pkg/validate"
@@ -59,7 +59,7 @@ func parser(c *gin.Context) ([]byte, *ingest.Parser, error) {
 func deviceLabel(c *gin.Context) (string, error) {
 	l, ok := validate.Label(c.Param("device"))
 	if !ok {
-		return "", apierr.Invalid("device", validate.MsgLabel)
+		return "", fault.Invalid("device", validate.MsgLabel)
 	}
 	return l, nil
 }
@@ -112,7 +112,7 @@ func (s *Server) postVariableValues(c *gin.Context) error {
 	}
 	if id := c.Param("id"); id != "" {
 		if !validate.IsID(id) {
-			return apierr.NotFound("Variable '" + id + "' was not found.")
+			return fault.NotFound("Variable '" + id + "' was not found.")
 		}
 		err = s.Ingest.ToVariableID(c, account(c).ID, id, dots)
 	} else {
@@ -141,7 +141,7 @@ func (s *Server) postToLabels(c *gin.Context, dots []ingest.Dot) error {
 	}
 	v, ok := validate.Label(c.Param("variable"))
 	if !ok {
-		return apierr.Invalid("variable", validate.MsgLabel)
+		return fault.Invalid("variable", validate.MsgLabel)
 	}
 	for i := range dots {
 		dots[i].Target = v
@@ -191,7 +191,7 @@ func pathVariable(c *gin.Context, st *values.Store) (int64, error) {
 		valid = devOK && varOK
 	}
 	if !valid { // it can name nothing: answer without asking the database
-		return 0, apierr.NotFound(fmt.Sprintf("Variable '%s' was not found.", v))
+		return 0, fault.NotFound(fmt.Sprintf("Variable '%s' was not found.", v))
 	}
 	return st.Resolve(c, account(c).ID, v)
 }
@@ -266,7 +266,7 @@ func (s *Server) deleteValues(c *gin.Context) error {
 func (s *Server) getStatistic(c *gin.Context) error {
 	agg := c.Param("agg")
 	if !querybuilder.IsVariableStatistic(agg) {
-		return apierr.Invalid("agg", "Choose one of "+strings.Join(querybuilder.VariableStatistics, ", ")+".")
+		return fault.Invalid("agg", "Choose one of "+strings.Join(querybuilder.VariableStatistics, ", ")+".")
 	}
 	var v *float64
 	err := s.readValues(c, func(st *values.Store, key int64) error {
@@ -296,7 +296,7 @@ func pathRange(c *gin.Context) (values.Range, error) {
 
 func parseRange(start, end string, optional bool) (values.Range, error) {
 	var r values.Range
-	errs := apierr.Fields{}
+	errs := fault.Fields{}
 	for _, b := range []struct {
 		name, text string
 		dst        **int64

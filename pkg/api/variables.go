@@ -11,7 +11,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/sensordata/sensorapi/pkg/apibody"
-	"github.com/sensordata/sensorapi/pkg/apierr"
+	"github.com/sensordata/sensorapi/pkg/fault"
 	"github.com/sensordata/sensorapi/pkg/model"
 	"github.com/sensordata/sensorapi/pkg/store"
 	"github.com/sensordata/sensorapi/pkg/synthetic"
@@ -167,7 +167,7 @@ func findVariable(ctx context.Context, db bun.IDB, c *gin.Context, forUpdate boo
 		deviceID = d.ID
 	}
 	rawKey := c.Param("variable")
-	notFound := apierr.NotFound(fmt.Sprintf("Variable '%s' was not found.", rawKey))
+	notFound := fault.NotFound(fmt.Sprintf("Variable '%s' was not found.", rawKey))
 	key, ok := validate.ParseKey(rawKey)
 	if !ok {
 		return nil, notFound
@@ -182,7 +182,7 @@ func findVariable(ctx context.Context, db bun.IDB, c *gin.Context, forUpdate boo
 // variableWriteError turns a duplicate label within the Device into a 400001 on label.
 func variableWriteError(err error) error {
 	if store.IsUniqueViolation(err, "variables_device_id_label_key") {
-		return apierr.Invalid("label", "A variable with this label already exists in this device.")
+		return fault.Invalid("label", "A variable with this label already exists in this device.")
 	}
 	return err
 }

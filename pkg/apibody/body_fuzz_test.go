@@ -9,7 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/sensordata/sensorapi/pkg/apierr"
+	"github.com/sensordata/sensorapi/pkg/fault"
 	"github.com/sensordata/sensorapi/pkg/model"
 	"github.com/sensordata/sensorapi/pkg/validate"
 )
@@ -21,15 +21,15 @@ func readBody(body []byte) (*validate.Object, bool) {
 	if json.Unmarshal(body, &raw) != nil || raw == nil {
 		return nil, false
 	}
-	return validate.NewObject(raw, apierr.Fields{}, ""), true
+	return validate.NewObject(raw, fault.Fields{}, ""), true
 }
 
 // checkRefusal: a refused body is a 400001 whose every message names a field of the
 // body (or a required one), by its dotted path.
 func checkRefusal(t *testing.T, o *validate.Object, required ...string) {
 	t.Helper()
-	var ae *apierr.Error
-	if !errors.As(o.Errs.Err(), &ae) || ae.Status() != 400 || ae.Code != 400001 {
+	var ae *fault.Error
+	if !errors.As(o.Errs.Err(), &ae) || ae.Kind != fault.KindInvalid {
 		t.Fatalf("refusal %#v", o.Errs.Err())
 	}
 	for path, msgs := range o.Errs {
@@ -237,11 +237,11 @@ func FuzzApplyVariable(f *testing.F) {
 
 func checkVariableRefusal(t *testing.T, raw map[string]json.RawMessage, err error) {
 	t.Helper()
-	var ae *apierr.Error
+	var ae *fault.Error
 	if !errors.As(err, &ae) {
 		t.Fatalf("refusal %#v", err)
 	}
-	f, _ := ae.Detail.(apierr.Fields)
+	f, _ := ae.Detail.(fault.Fields)
 	checkRefusal(t, &validate.Object{Raw: raw, Errs: f}, "label")
 }
 
@@ -290,7 +290,7 @@ func FuzzReadAssignments(f *testing.F) {
 		if json.Unmarshal(body, &items) != nil || items == nil {
 			return
 		}
-		errs := apierr.Fields{}
+		errs := fault.Fields{}
 		out := ReadAssignments(items, errs, withRole)
 		if len(out) != len(items) {
 			t.Fatalf("%d assignments for %d items", len(out), len(items))

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"strconv"
 
-	"github.com/sensordata/sensorapi/pkg/apierr"
+	"github.com/sensordata/sensorapi/pkg/fault"
 	"github.com/sensordata/sensorapi/pkg/validate"
 )
 
@@ -13,7 +13,7 @@ import (
 type Assignment struct{ Org, Role string }
 
 // ReadAssignments validates the shape of each item; messages name "N.label", "N.role".
-func ReadAssignments(items []json.RawMessage, errs apierr.Fields, withRole bool) []Assignment {
+func ReadAssignments(items []json.RawMessage, errs fault.Fields, withRole bool) []Assignment {
 	out := make([]Assignment, len(items))
 	for i, it := range items {
 		var m map[string]json.RawMessage

@@ -3,7 +3,7 @@ package apibody
 import (
 	"encoding/json"
 
-	"github.com/sensordata/sensorapi/pkg/apierr"
+	"github.com/sensordata/sensorapi/pkg/fault"
 	"github.com/sensordata/sensorapi/pkg/model"
 	"github.com/sensordata/sensorapi/pkg/validate"
 )
@@ -16,7 +16,7 @@ var variableTypes = []string{"raw"}
 // ApplyVariable validates the sent fields and applies them to v; required asks for the
 // create fields (POST, PUT).
 func ApplyVariable(raw map[string]json.RawMessage, v *model.Variable, required bool) error {
-	errs := apierr.Fields{}
+	errs := fault.Fields{}
 	o := validate.NewObject(raw, errs, "")
 	if required {
 		o.Require("label")

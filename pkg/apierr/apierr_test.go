@@ -1,40 +1,73 @@
 package apierr
 
 import (
-	"errors"
+	"encoding/json"
 	"fmt"
-	"io"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/sensordata/sensorapi/pkg/fault"
 )
 
-// TestKindsKeepTheirStatuses: every error, one of each kind, answers the HTTP status
-// API.md §2 gives it, from its kind.
-func TestKindsKeepTheirStatuses(t *testing.T) {
+// TestEveryKindRendered: every fault kind has its row in the one table, with a status
+// and a body code of its own; a new kind without a row fails here.
+func TestEveryKindRendered(t *testing.T) {
+	codes := map[int]fault.Kind{}
+	for _, k := range fault.Kinds() {
+		r, ok := renderings[k]
+		if !ok {
+			t.Errorf("kind %v has no HTTP rendering", k)
+			continue
+		}
+		if r.status < 400 || r.code/1000 != r.status || r.message == "" {
+			t.Errorf("kind %v: %+v", k, r)
+		}
+		if other, dup := codes[r.code]; dup {
+			t.Errorf("kinds %v and %v share body code %d", k, other, r.code)
+		}
+		codes[r.code] = k
+	}
+	if len(renderings) != len(fault.Kinds()) {
+		t.Errorf("%d renderings for %d kinds", len(renderings), len(fault.Kinds()))
+	}
+}
+
+// TestBodies: each error answers the status, body and Retry-After API.md §2 gives it.
+func TestBodies(t *testing.T) {
 	for _, c := range []struct {
 		err    *Error
 		status int
+		body   string
+		retry  string
 	}{
-		{Invalid("f", "m"), 400},
-		{ParseError("r"), 400},
-		{NoCredentials, 401},
-		{BadCredentials, 401},
-		{Forbidden, 403},
-		{NotFound("x"), 404},
-		{MethodNotAllowed, 405},
-		{TooLarge, 413},
-		{UnsupportedMedia, 415},
-		{DeviceDisabled, 423},
-		{New(KindRateLimited, 429001, "Too many requests.", nil), 429},
-		{ClientClosed, 499},
-		{Internal("r"), 500},
-		{Unavailable, 503},
-		{QueryTimeout, 503},
-		{QueueFull, 503},
+		{Render(fault.Invalid("f", "m")), 400, `{"code":400001,"message":"Validation Error.","detail":{"f":["m"]}}`, ""},
+		{Render(fault.ParseError("r")), 400, `{"code":400001,"message":"Validation Error.","detail":{"body":["JSON parse error - r"]}}`, ""},
+		{Render(fault.New(fault.KindInvalid, "JSON parse error - r")), 400, `{"detail":"JSON parse error - r"}`, ""},
+		{NoCredentials, 401, `{"code":401001,"message":"Authentication credentials were not provided.","detail":"Authentication credentials were not provided."}`, ""},
+		{NoCredentials.DetailOnly(), 401, `{"detail":"Authentication credentials were not provided."}`, ""},
+		{BadCredentials, 401, `{"code":401002,"message":"Incorrect authentication credentials.","detail":"Incorrect authentication credentials."}`, ""},
+		{Forbidden, 403, `{"code":403001,"message":"You do not have permission to perform this action.","detail":"You do not have permission to perform this action."}`, ""},
+		{Render(fault.NotFound("Device '~kitchen' was not found.")), 404, `{"code":404001,"message":"Not found.","detail":"Device '~kitchen' was not found."}`, ""},
+		{MethodNotAllowed, 405, `{"code":405001,"message":"Method not allowed."}`, ""},
+		{TooLarge, 413, `{"code":413001,"message":"Request body too large."}`, ""},
+		{UnsupportedMedia, 415, `{"code":415001,"message":"Unsupported media type."}`, ""},
+		{Render(fault.DeviceDisabled), 423, `{"code":423001,"message":"Device is disabled."}`, ""},
+		{TooManyRequests("3"), 429, `{"code":429001,"message":"Too many requests.","detail":"Rate limit exceeded: retry after 3 s."}`, "3"},
+		{ClientClosed, 499, `{"code":499001,"message":"Client closed request."}`, ""},
+		{Internal("r1"), 500, `{"code":500001,"message":"Internal server error.","detail":"request id r1"}`, ""},
+		{Unavailable, 503, `{"code":503001,"message":"Service unavailable."}`, "5"},
+		{Render(fault.FromDatabase(&pgconn.PgError{Code: "53100"})), 503, `{"code":503001,"message":"Service unavailable.","detail":"The database is out of disk space."}`, "5"},
+		{QueryTimeout, 503, `{"code":503002,"message":"Query timed out.","detail":"The query ran longer than the configured statement timeout."}`, "5"},
+		{Render(fault.QueueFull), 503, `{"code":503003,"message":"Service unavailable.","detail":"The ingestion queue is full; retry later."}`, "1"},
+		{Render(fault.StorageBudget), 507, `{"code":507001,"message":"Storage budget exhausted."}`, ""},
 	} {
-		if c.err.Status() != c.status {
-			t.Errorf("%d %s: kind %d's status %d, want %d", c.err.Code, c.err.Message, c.err.Kind, c.err.Status(), c.status)
+		b, err := json.Marshal(c.err.Body())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.err.Status() != c.status || string(b) != c.body || c.err.Header["Retry-After"] != c.retry {
+			t.Errorf("%v: %d %s Retry-After %q, want %d %s %q", c.err, c.err.Status(), b, c.err.Header["Retry-After"], c.status, c.body, c.retry)
 		}
 	}
 }
@@ -47,50 +80,9 @@ func TestRetryAfterCopies(t *testing.T) {
 	}
 }
 
-// TestDatabaseFaultsByClass: faults of the database's environment are 503s naming
-// their cause by SQLSTATE class, never 500s; other database errors are not faults.
-func TestDatabaseFaultsByClass(t *testing.T) {
-	for _, c := range []struct {
-		err   error
-		cause string
-	}{
-		{&pgconn.PgError{Code: "53100"}, CauseDiskFull},
-		{&pgconn.PgError{Code: "53200"}, CauseMemory},
-		{&pgconn.PgError{Code: "53300"}, CauseConnections},
-		{&pgconn.PgError{Code: "53400"}, CauseResources},
-		{&pgconn.PgError{Code: "57P01"}, CauseRestarting},
-		{&pgconn.PgError{Code: "57P03"}, CauseRestarting},
-		{&pgconn.PgError{Code: "08006"}, CauseUnreachable},
-		{&pgconn.PgError{Code: "25006"}, CauseReadOnly},
-		{fmt.Errorf("write values: %w", io.ErrUnexpectedEOF), CauseUnreachable},
-		{&pgconn.PgError{Code: "23505"}, ""}, // a unique violation is a bug or a request's
-		{&pgconn.PgError{Code: "57014"}, ""}, // a statement timeout has its own 503
-		{&pgconn.PgError{Code: "40P01"}, ""}, // deadlocks are retried, not reported
-		{errors.New("something else"), ""},
-	} {
-		ae := FromDatabase(c.err)
-		switch {
-		case c.cause == "" && ae != nil:
-			t.Errorf("%v: %v, want no fault", c.err, ae)
-		case c.cause != "" && (ae == nil || ae.Status() != 503 || ae.Detail != c.cause || ae.Header["Retry-After"] == ""):
-			t.Errorf("%v: %+v, want 503 %q with Retry-After", c.err, ae, c.cause)
-		}
-	}
-}
-
-// TestDataExceptionsAreTheRequests: every data exception (SQLSTATE class 22) out of a
-// write is a 400001 on "body"; no other database error is.
-func TestDataExceptionsAreTheRequests(t *testing.T) {
-	for _, code := range []string{"22P05", "22P02", "22003", "22001", "22021", "22007", "22000"} {
-		ae := DataException(fmt.Errorf("write values: %w", &pgconn.PgError{Code: code}))
-		if ae == nil || ae.Status() != 400 || ae.Code != 400001 || fmt.Sprint(ae.Detail) != fmt.Sprint(Fields{"body": {MsgDataRefused}}) {
-			t.Errorf("%s: %+v, want 400001 on body", code, ae)
-		}
-	}
-	for _, err := range []error{&pgconn.PgError{Code: "23505"}, &pgconn.PgError{Code: "53100"}, &pgconn.PgError{Code: "42P01"},
-		errors.New("22P05"), nil} {
-		if ae := DataException(err); ae != nil {
-			t.Errorf("%v: %+v, want nil", err, ae)
-		}
+// TestUnknownKindIsInternal: a kind outside the table renders as a 500, never as a 200.
+func TestUnknownKindIsInternal(t *testing.T) {
+	if e := Render(fault.New(fault.Kind(99), "x")); e.Status() != 500 || e.Code != 500001 {
+		t.Fatal(fmt.Sprint(e.Status(), e.Code))
 	}
 }

@@ -20,7 +20,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/sensordata/sensorapi/pkg/apierr"
+	"github.com/sensordata/sensorapi/pkg/fault"
 	"github.com/sensordata/sensorapi/pkg/retention"
 )
 
@@ -153,7 +153,7 @@ func errString(err error) string {
 	return err.Error()
 }
 
-// Admit is nil while writes may go on, apierr.StorageBudget once the database is past
+// Admit is nil while writes may go on, fault.StorageBudget once the database is past
 // the budget.
 func (b *Budget) Admit() error {
 	if b.stop == 0 || b.size.Load() < b.stop {
@@ -161,7 +161,7 @@ func (b *Budget) Admit() error {
 	}
 	b.refused.Add(1)
 	b.refusedCount.Inc()
-	return apierr.StorageBudget
+	return fault.StorageBudget
 }
 
 // Status is the budget's state for /healthz.

@@ -13,7 +13,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
-	"github.com/sensordata/sensorapi/pkg/apierr"
+	"github.com/sensordata/sensorapi/pkg/fault"
 	"github.com/sensordata/sensorapi/pkg/ingest"
 )
 
@@ -147,10 +147,10 @@ func (s *Service) write(ctx context.Context, account int64, t target, dots []ing
 	} else {
 		err = s.writer.ToDevice(ctx, account, t.device, dots)
 	}
-	var ae *apierr.Error
+	var ae *fault.Error
 	if errors.As(err, &ae) {
 		switch ae.Kind {
-		case apierr.KindInvalid, apierr.KindNotFound, apierr.KindDisabled, apierr.KindForbidden:
+		case fault.KindInvalid, fault.KindNotFound, fault.KindDisabled, fault.KindForbidden:
 			return fmt.Errorf("%w: %w", errPermanent, err)
 		}
 	}

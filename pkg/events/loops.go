@@ -7,7 +7,7 @@ import (
 
 	"github.com/uptrace/bun"
 
-	"github.com/sensordata/sensorapi/pkg/apierr"
+	"github.com/sensordata/sensorapi/pkg/fault"
 	"github.com/sensordata/sensorapi/pkg/validate"
 )
 
@@ -44,7 +44,7 @@ func checkLoops(ctx context.Context, db bun.IDB, e *Event) error {
 	}
 	// 3. from each own write, a way back to the condition variable is a loop (loopFrom)
 	cond := e.DeviceLabel + "." + e.VariableLabel
-	errs := apierr.Fields{}
+	errs := fault.Fields{}
 	for i, t := range own {
 		if msg := g.loopFrom(names.of(t), cond, names); msg != "" {
 			errs.Add(ownPaths[i], msg)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/uptrace/bun"
 
-	"github.com/sensordata/sensorapi/pkg/apierr"
+	"github.com/sensordata/sensorapi/pkg/fault"
 	"github.com/sensordata/sensorapi/pkg/model"
 	"github.com/sensordata/sensorapi/pkg/store"
 	"github.com/sensordata/sensorapi/pkg/validate"
@@ -142,7 +142,7 @@ func List(ctx context.Context, db bun.IDB, accountID int64, p store.ListParams) 
 
 // Find reads the account's event by path key (id or ~label); anything else is a 404.
 func Find(ctx context.Context, db bun.IDB, accountID int64, rawKey string, forUpdate bool) (*Event, error) {
-	notFound := apierr.NotFound(fmt.Sprintf("Event '%s' was not found.", rawKey))
+	notFound := fault.NotFound(fmt.Sprintf("Event '%s' was not found.", rawKey))
 	key, ok := validate.ParseKey(rawKey)
 	if !ok {
 		return nil, notFound
@@ -207,13 +207,13 @@ func Delete(ctx context.Context, db bun.IDB, id int64) error {
 	return nil
 }
 
-// writeError turns a duplicate label into a 400001 on label.
+// writeError turns a duplicate label into an invalid fault on label.
 func writeError(err error) error {
 	if err == nil {
 		return nil
 	}
 	if store.IsUniqueViolation(err, "events_account_id_label_key") {
-		return apierr.Invalid("label", "An event with this label already exists.")
+		return fault.Invalid("label", "An event with this label already exists.")
 	}
 	return fmt.Errorf("write event: %w", err)
 }

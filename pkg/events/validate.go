@@ -10,7 +10,7 @@ import (
 
 	"github.com/uptrace/bun"
 
-	"github.com/sensordata/sensorapi/pkg/apierr"
+	"github.com/sensordata/sensorapi/pkg/fault"
 	"github.com/sensordata/sensorapi/pkg/validate"
 )
 
@@ -28,7 +28,7 @@ const (
 // reactivation resets the state to normal from the variable's current last value on:
 // only values written from then on are evaluated.
 func Apply(ctx context.Context, db bun.IDB, raw map[string]json.RawMessage, e *Event, create, allowPrivate bool) (reset bool, err error) {
-	errs := apierr.Fields{}
+	errs := fault.Fields{}
 	o := validate.NewObject(raw, errs, "")
 	if create {
 		o.Require("label", "condition", "actions")

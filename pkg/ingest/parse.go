@@ -13,7 +13,7 @@ import (
 
 	"github.com/valyala/fastjson"
 
-	"github.com/sensordata/sensorapi/pkg/apierr"
+	"github.com/sensordata/sensorapi/pkg/fault"
 	"github.com/sensordata/sensorapi/pkg/validate"
 	"github.com/sensordata/sensorapi/pkg/values"
 )
@@ -40,7 +40,7 @@ const (
 // Parser turns request bodies into dots, collecting every problem with its path.
 type Parser struct {
 	Now  int64 // timestamp of dots that carry none (request's ?timestamp or arrival)
-	Errs apierr.Fields
+	Errs fault.Fields
 }
 
 // parsers are reused across requests: a parser keeps its value cache, and nothing of
@@ -49,11 +49,11 @@ var parsers fastjson.ParserPool
 
 // NewParser uses the request's timestamp query parameter when valid, else now.
 func NewParser(queryTimestamp string, now time.Time) (*Parser, error) {
-	p := &Parser{Now: now.UnixMilli(), Errs: apierr.Fields{}}
+	p := &Parser{Now: now.UnixMilli(), Errs: fault.Fields{}}
 	if queryTimestamp != "" {
 		ts, err := strconv.ParseInt(queryTimestamp, 10, 64)
 		if err != nil || ts < 0 || ts > maxTimestamp {
-			return nil, apierr.Invalid("timestamp", msgTimestamp)
+			return nil, fault.Invalid("timestamp", msgTimestamp)
 		}
 		p.Now = ts
 	}
@@ -70,7 +70,7 @@ func (p *Parser) Device(body []byte) ([]Dot, error) {
 	}
 	obj, err := root.Object()
 	if err != nil {
-		return nil, apierr.ParseError("expected a JSON object of variable labels")
+		return nil, fault.ParseError("expected a JSON object of variable labels")
 	}
 	dots := make([]Dot, 0, 64)
 	obj.Visit(func(key []byte, v *fastjson.Value) {
@@ -106,7 +106,7 @@ func (p *Parser) Collection(body []byte) ([]Dot, error) {
 	}
 	items, err := root.Array()
 	if err != nil {
-		return nil, apierr.ParseError("expected a JSON list of dots")
+		return nil, fault.ParseError("expected a JSON list of dots")
 	}
 	dots := make([]Dot, 0, len(items))
 	for i, it := range items {
@@ -128,7 +128,7 @@ func (p *Parser) Collection(body []byte) ([]Dot, error) {
 func parse(jp *fastjson.Parser, body []byte) (*fastjson.Value, error) {
 	v, err := jp.ParseBytes(body)
 	if err != nil {
-		return nil, apierr.ParseError(err.Error())
+		return nil, fault.ParseError(err.Error())
 	}
 	return v, nil
 }

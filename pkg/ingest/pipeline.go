@@ -11,8 +11,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"golang.org/x/sync/semaphore"
 
-	"github.com/sensordata/sensorapi/pkg/apierr"
 	"github.com/sensordata/sensorapi/pkg/cache"
+	"github.com/sensordata/sensorapi/pkg/fault"
 	"github.com/sensordata/sensorapi/pkg/metrics"
 	"github.com/sensordata/sensorapi/pkg/values"
 )
@@ -167,7 +167,7 @@ func (p *Pipeline) ToVariableID(ctx context.Context, account int64, id string, d
 }
 
 // ToCollection writes dots whose Target is a variable public id; an id the account
-// does not hold is a 400001 naming the item, and nothing is written.
+// does not hold is an invalid error naming the item, and nothing is written.
 func (p *Pipeline) ToCollection(ctx context.Context, account int64, dots []Dot) error {
 	return p.byID(ctx, account, dots, itemsNotFound)
 }
@@ -221,7 +221,7 @@ func (p *Pipeline) checkHorizon(ctx context.Context, dots []Dot) error {
 	ms := h.UnixMilli()
 	for _, d := range dots {
 		if d.TS < ms {
-			return apierr.Invalid("timestamp", fmt.Sprintf(
+			return fault.Invalid("timestamp", fmt.Sprintf(
 				"Values older than the raw horizon (%d) are no longer kept raw (retention); write timestamps from %d on.",
 				ms, ms))
 		}
@@ -262,7 +262,7 @@ func (p *Pipeline) resolveLabels(ctx context.Context, account int64, device stri
 }
 
 // lookup reads a device and those of its variables that carry the labels into ids, and
-// caches what it found; a disabled device is apierr.DeviceDisabled.
+// caches what it found; a disabled device is fault.DeviceDisabled.
 func (p *Pipeline) lookup(ctx context.Context, account int64, device string, labels []string,
 	ids map[string]int64) (int64, bool, error) {
 	dgen, vgen := p.devices.Begin(), p.variables.Begin()
@@ -282,7 +282,7 @@ func (p *Pipeline) lookup(ctx context.Context, account int64, device string, lab
 		}
 		if !active {
 			rows.Close()
-			return 0, false, apierr.DeviceDisabled
+			return 0, false, fault.DeviceDisabled
 		}
 		found = true
 		if vid != nil {
@@ -310,7 +310,7 @@ func (p *Pipeline) submit(ctx context.Context, j *job) error {
 			return ctx.Err()
 		}
 		p.metrics.IngestRejected.Inc()
-		return apierr.QueueFull
+		return fault.QueueFull
 	}
 	j.done = make(chan error, 1)
 	p.metrics.IngestQueued.Add(float64(n))
@@ -492,7 +492,7 @@ func (p *Pipeline) queueMoved(payloads []string) bool {
 // field. A batch it failed was written again message by message (commit), so only the
 // message that holds the bad data meets it here.
 func (p *Pipeline) refused(err error) error {
-	ae := apierr.DataException(err)
+	ae := fault.DataException(err)
 	if ae == nil {
 		return err
 	}

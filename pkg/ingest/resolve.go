@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/sensordata/sensorapi/pkg/apierr"
+	"github.com/sensordata/sensorapi/pkg/fault"
 	"github.com/sensordata/sensorapi/pkg/values"
 )
 
@@ -70,12 +70,12 @@ func deviceRows(dots []Dot, ids map[string]int64) []values.Row {
 
 // variableNotFound answers a route naming one variable id the account lacks.
 func variableNotFound(dots []Dot, _ []int) error {
-	return apierr.NotFound(fmt.Sprintf("Variable '%s' was not found.", dots[0].Target))
+	return fault.NotFound(fmt.Sprintf("Variable '%s' was not found.", dots[0].Target))
 }
 
-// itemsNotFound answers a collection naming ids the account lacks: 400001 per item.
+// itemsNotFound answers a collection naming ids the account lacks: a field error per item.
 func itemsNotFound(_ []Dot, missing []int) error {
-	errs := apierr.Fields{}
+	errs := fault.Fields{}
 	for _, i := range missing {
 		errs.Add(fmt.Sprintf("%d.variable", i), "Variable not found.")
 	}
@@ -106,7 +106,7 @@ func upsertDevice(ctx context.Context, tx pgx.Tx, account int64, label string) (
 		return 0, fmt.Errorf("upsert device: %w", err)
 	}
 	if !active {
-		return 0, apierr.DeviceDisabled
+		return 0, fault.DeviceDisabled
 	}
 	return id, nil
 }
@@ -215,7 +215,7 @@ func resolveIDs(ctx context.Context, db querier, account int64, dots []Dot, miss
 	case len(absent) > 0:
 		return nil, values.Targets{}, missing(dots, absent)
 	case disabled:
-		return nil, values.Targets{}, apierr.DeviceDisabled
+		return nil, values.Targets{}, fault.DeviceDisabled
 	}
 	return rows, t, nil
 }

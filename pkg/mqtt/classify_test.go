@@ -8,8 +8,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/mochi-mqtt/server/v2/packets"
 
-	"github.com/sensordata/sensorapi/pkg/apierr"
 	"github.com/sensordata/sensorapi/pkg/auth"
+	"github.com/sensordata/sensorapi/pkg/fault"
 )
 
 // TestClassify: each error a publish meets gets its metric label and MQTT 5 reason
@@ -23,12 +23,12 @@ func TestClassify(t *testing.T) {
 		{errTopic, "topic", packets.ErrNotAuthorized},
 		{errScope, "scope", packets.ErrNotAuthorized},
 		{fmt.Errorf("auth: %w", auth.ErrBadToken), "scope", packets.ErrNotAuthorized},
-		{apierr.Invalid("timestamp", "m"), "payload", packets.ErrPayloadFormatInvalid},
-		{apierr.ParseError("r"), "payload", packets.ErrPayloadFormatInvalid},
-		{apierr.Fields{"t": {"m"}}.Err(), "payload", packets.ErrPayloadFormatInvalid},
-		{fmt.Errorf("write: %w", apierr.DeviceDisabled), "disabled", packets.ErrNotAuthorized},
-		{apierr.NotFound("v"), "unavailable", packets.ErrServerUnavailable},
-		{apierr.QueueFull, "unavailable", packets.ErrServerUnavailable},
+		{fault.Invalid("timestamp", "m"), "payload", packets.ErrPayloadFormatInvalid},
+		{fault.ParseError("r"), "payload", packets.ErrPayloadFormatInvalid},
+		{fault.Fields{"t": {"m"}}.Err(), "payload", packets.ErrPayloadFormatInvalid},
+		{fmt.Errorf("write: %w", fault.DeviceDisabled), "disabled", packets.ErrNotAuthorized},
+		{fault.NotFound("v"), "unavailable", packets.ErrServerUnavailable},
+		{fault.QueueFull, "unavailable", packets.ErrServerUnavailable},
 		{errors.New("conn closed"), "unavailable", packets.ErrServerUnavailable},
 		{fmt.Errorf("write values: %w", &pgconn.PgError{Code: "53100"}), "unavailable", packets.ErrQuotaExceeded},
 		{&pgconn.PgError{Code: "25006"}, "unavailable", packets.ErrServerUnavailable},
@@ -36,5 +36,18 @@ func TestClassify(t *testing.T) {
 		if label, code := classify(c.err); label != c.label || code != c.code {
 			t.Errorf("%v: %s %v, want %s %v", c.err, label, code, c.label, c.code)
 		}
+	}
+}
+
+// TestEveryKindRejected: every fault kind has its label and MQTT 5 reason in the one
+// table; a new kind without an entry fails here.
+func TestEveryKindRejected(t *testing.T) {
+	for _, k := range fault.Kinds() {
+		if r, ok := rejections[k]; !ok || r.label == "" || r.code.Code < 0x80 {
+			t.Errorf("kind %v: rejection %+v (%v), want a label and an error reason", k, r, ok)
+		}
+	}
+	if len(rejections) != len(fault.Kinds()) {
+		t.Errorf("%d rejections for %d kinds", len(rejections), len(fault.Kinds()))
 	}
 }

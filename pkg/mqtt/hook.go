@@ -11,9 +11,9 @@ import (
 	mochi "github.com/mochi-mqtt/server/v2"
 	"github.com/mochi-mqtt/server/v2/packets"
 
-	"github.com/sensordata/sensorapi/pkg/apierr"
 	"github.com/sensordata/sensorapi/pkg/auth"
 	"github.com/sensordata/sensorapi/pkg/cache"
+	"github.com/sensordata/sensorapi/pkg/fault"
 	"github.com/sensordata/sensorapi/pkg/ingest"
 )
 
@@ -250,41 +250,55 @@ type rejection struct {
 	code  packets.Code
 }
 
-// rejections are the kinds of error (pkg/apierr) a client's message causes; any other
-// error is the server's, and the client sends the message again later.
-var rejections = map[apierr.Kind]rejection{
-	apierr.KindInvalid:  {"payload", packets.ErrPayloadFormatInvalid},
-	apierr.KindDisabled: {"disabled", packets.ErrNotAuthorized},
+// rejections is the one table from fault kind (pkg/fault) to why a publish was refused;
+// every kind has its entry (TestEveryKindRejected). Invalid data, a disabled Device and
+// the storage budget are the client's to change; the rest is the server's, and the
+// client sends the message again later.
+var rejections = map[fault.Kind]rejection{
+	fault.KindInvalid:  {"payload", packets.ErrPayloadFormatInvalid},
+	fault.KindDisabled: {"disabled", packets.ErrNotAuthorized},
 	// MQTT 5 hears it in the PUBACK; 3.1.1 has no negative PUBACK: see OnPublish
-	apierr.KindStorageFull: {"budget", packets.ErrQuotaExceeded},
+	fault.KindStorageFull:     {"budget", packets.ErrQuotaExceeded},
+	fault.KindUnauthenticated: {"scope", packets.ErrNotAuthorized},
+	fault.KindForbidden:       {"scope", packets.ErrNotAuthorized},
+	fault.KindNotFound:        {"unavailable", packets.ErrServerUnavailable},
+	fault.KindInternal:        {"unavailable", packets.ErrServerUnavailable},
+	fault.KindUnavailable:     {"unavailable", packets.ErrServerUnavailable},
+	fault.KindQueryTimeout:    {"unavailable", packets.ErrServerUnavailable},
+	fault.KindQueueFull:       {"unavailable", packets.ErrServerUnavailable},
 }
 
 // classify names why a publish failed (the metric label) and its MQTT 5 reason code.
 func classify(err error) (string, packets.Code) {
-	var ae *apierr.Error
+	var fe *fault.Error
 	switch {
 	case errors.Is(err, errTopic):
 		return "topic", packets.ErrNotAuthorized
 	case errors.Is(err, errScope), errors.Is(err, auth.ErrBadToken):
 		return "scope", packets.ErrNotAuthorized
-	case errors.As(err, &ae):
-		if r, ok := rejections[ae.Kind]; ok {
-			return r.label, r.code
+	case errors.As(err, &fe):
+	default:
+		if fe = fault.FromDatabase(err); fe == nil {
+			fe = &fault.Error{Kind: fault.KindInternal, Err: err}
 		}
 	}
-	if db := apierr.FromDatabase(err); db != nil && db.Detail == apierr.CauseDiskFull {
+	if fe.Kind == fault.KindUnavailable && fe.Detail == fault.CauseDiskFull {
 		return "unavailable", packets.ErrQuotaExceeded // MQTT 5's nearest: the server's storage
 	}
-	return "unavailable", packets.ErrServerUnavailable
+	r, ok := rejections[fe.Kind]
+	if !ok {
+		r = rejections[fault.KindInternal]
+	}
+	return r.label, r.code
 }
 
 // firstError is the first problem a rejected message had, for the log.
 func firstError(err error) string {
-	var ae *apierr.Error
+	var ae *fault.Error
 	if !errors.As(err, &ae) {
 		return err.Error()
 	}
-	if f, ok := ae.Detail.(apierr.Fields); ok {
+	if f, ok := ae.Detail.(fault.Fields); ok {
 		keys := make([]string, 0, len(f))
 		for k := range f {
 			keys = append(keys, k)

@@ -15,7 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/sensordata/sensorapi/pkg/apierr"
+	"github.com/sensordata/sensorapi/pkg/fault"
 )
 
 // Replicas routes the read-only routes that scan values (API.md §15) to streaming
@@ -93,7 +93,7 @@ func (r *Replicas) Read(ctx context.Context, f func(*DB) error) error {
 		return f(r.primary)
 	}
 	err := f(rep.db)
-	var answer *apierr.Error
+	var answer *fault.Error
 	if err == nil || ctx.Err() != nil || errors.As(err, &answer) { // served: an answer, even a 404
 		r.reads.WithLabelValues(rep.name).Inc()
 		return err

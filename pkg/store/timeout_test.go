@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sensordata/sensorapi/pkg/apierr"
+	"github.com/sensordata/sensorapi/pkg/fault"
 	"github.com/sensordata/sensorapi/pkg/store"
 )
 
@@ -20,10 +20,10 @@ func TestStatementTimeoutCancelsAndFreesConnection(t *testing.T) {
 	}
 	defer func() { _ = db.Close() }()
 	_, err = db.ExecContext(ctx, "SELECT pg_sleep(5)") // ends without error unless cancelled
-	if err == nil || !apierr.IsTimeout(err) {
+	if err == nil || !fault.IsTimeout(err) {
 		t.Fatalf("runaway query: %v", err)
 	}
-	if apierr.FromDatabase(err) != nil {
+	if fault.FromDatabase(err) != nil {
 		t.Fatal("a timeout must not read as an outage")
 	}
 	var one int

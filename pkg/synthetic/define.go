@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sensordata/sensorapi/pkg/apierr"
+	"github.com/sensordata/sensorapi/pkg/fault"
 	"github.com/sensordata/sensorapi/querybuilder"
 )
 
@@ -67,11 +67,11 @@ func AccountResolver(ctx context.Context, tx Tx, account int64) Resolver {
 	}
 }
 
-// Invalid is the 400001 of a bad expression.
+// Invalid is the invalid fault of a bad expression.
 func Invalid(err error) error {
 	var e *Error
 	if errors.As(err, &e) {
-		return apierr.Invalid(Field, e.Error())
+		return fault.Invalid(Field, e.Error())
 	}
 	return err
 }
@@ -79,7 +79,7 @@ func Invalid(err error) error {
 // Define makes the variable key (of account) synthetic with the expression text, or
 // changes its expression, in tx: it parses and resolves the text, checks the graph,
 // stores the definition and computes the whole history. The caller holds the
-// variable's row lock. Errors of the expression are 400001 on syntheticExpression.
+// variable's row lock. Errors of the expression are invalid faults on syntheticExpression.
 func Define(ctx context.Context, tx Tx, account, key int64, text string) error {
 	expr, err := Parse(text, AccountResolver(ctx, tx, account))
 	if err != nil {
@@ -129,7 +129,7 @@ func checkGraph(ctx context.Context, tx Tx, account, key int64, inputs []int64) 
 	}
 	g.inputs[key] = inputs
 	if slices.Contains(inputs, key) {
-		return apierr.Invalid(Field, fmt.Sprintf("The expression reads its own variable {{%s}}: a cycle.", g.names[key]))
+		return fault.Invalid(Field, fmt.Sprintf("The expression reads its own variable {{%s}}: a cycle.", g.names[key]))
 	}
 	// 2. every variable's depth, key's first: a cycle is named from the variable being
 	// defined (visit)
@@ -144,10 +144,10 @@ func checkGraph(ctx context.Context, tx Tx, account, key int64, inputs []int64) 
 			for i, c := range cycle {
 				parts[i] = "{{" + g.names[c] + "}}"
 			}
-			return apierr.Invalid(Field, "The expression closes a cycle: "+strings.Join(parts, " reads ")+".")
+			return fault.Invalid(Field, "The expression closes a cycle: "+strings.Join(parts, " reads ")+".")
 		}
 		if d > MaxDepth {
-			return apierr.Invalid(Field, fmt.Sprintf(
+			return fault.Invalid(Field, fmt.Sprintf(
 				"Synthetic variables may be chained at most %d deep; with this expression {{%s}} would be %d deep.", MaxDepth, g.names[v], d))
 		}
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/sensordata/sensorapi/pkg/apierr"
+	"github.com/sensordata/sensorapi/pkg/fault"
 	"github.com/sensordata/sensorapi/pkg/ingest"
 	"github.com/sensordata/sensorapi/querybuilder"
 )
@@ -145,9 +145,9 @@ func (u *Upkeep) Mark(ctx context.Context, tx pgx.Tx, changes []ingest.Change) e
 		if label, ok := u.synth[c.Variable]; ok {
 			u.mu.RUnlock()
 			if c.Deleted {
-				return apierr.Invalid(label, "The values of a synthetic variable are computed from its expression: they cannot be deleted (change the expression to recompute them).")
+				return fault.Invalid(label, "The values of a synthetic variable are computed from its expression: they cannot be deleted (change the expression to recompute them).")
 			}
-			return apierr.Invalid(label, "The values of a synthetic variable are computed from its expression: they cannot be written.")
+			return fault.Invalid(label, "The values of a synthetic variable are computed from its expression: they cannot be written.")
 		}
 		for _, d := range u.deps[c.Variable] {
 			lo, hi := d.Expr.Affected(c.From, c.To)

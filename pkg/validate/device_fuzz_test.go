@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sensordata/sensorapi/pkg/apierr"
+	"github.com/sensordata/sensorapi/pkg/fault"
 )
 
 // FuzzDeviceProperties: accepted properties hold only the documented attributes, each
@@ -23,7 +23,7 @@ func FuzzDeviceProperties(f *testing.F) {
 		if !json.Valid(raw) {
 			return // the HTTP layer refuses the whole body first
 		}
-		o := NewObject(map[string]json.RawMessage{"properties": raw}, apierr.Fields{}, "")
+		o := NewObject(map[string]json.RawMessage{"properties": raw}, fault.Fields{}, "")
 		props, ok := o.DeviceProperties("properties")
 		if !ok {
 			for path := range o.Errs {

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/sensordata/sensorapi/pkg/apierr"
+	"github.com/sensordata/sensorapi/pkg/fault"
 )
 
 // DRF's wording, so clients written against the platform read familiar messages.
@@ -34,11 +34,11 @@ const (
 type Object struct {
 	Raw    map[string]json.RawMessage
 	Prefix string
-	Errs   apierr.Fields
+	Errs   fault.Fields
 }
 
 // NewObject wraps raw fields; errs collects the messages (shared across nested objects).
-func NewObject(raw map[string]json.RawMessage, errs apierr.Fields, prefix string) *Object {
+func NewObject(raw map[string]json.RawMessage, errs fault.Fields, prefix string) *Object {
 	return &Object{Raw: raw, Prefix: prefix, Errs: errs}
 }
 

@@ -10,7 +10,7 @@ import (
 	sq "github.com/Masterminds/squirrel"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/sensordata/sensorapi/pkg/apierr"
+	"github.com/sensordata/sensorapi/pkg/fault"
 	"github.com/sensordata/sensorapi/querybuilder"
 )
 
@@ -48,7 +48,7 @@ func (s *Store) Resolve(ctx context.Context, account int64, v Variable) (int64, 
 			WHERE d.account_id = $1 AND d.label = $2 AND v.label = $3`, account, v.DeviceLabel, v.Label).Scan(&key)
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, apierr.NotFound(fmt.Sprintf("Variable '%s' was not found.", v))
+		return 0, fault.NotFound(fmt.Sprintf("Variable '%s' was not found.", v))
 	}
 	if err != nil {
 		return 0, fmt.Errorf("resolve variable: %w", err)
@@ -162,7 +162,7 @@ func (s *Store) Statistic(ctx context.Context, key int64, agg string, r Range, b
 		return nil, err
 	}
 	v, err := s.statistic(ctx, q)
-	if q.IEEE != nil && apierr.IsOutOfRange(err) { // a sum past the largest double
+	if q.IEEE != nil && fault.IsOutOfRange(err) { // a sum past the largest double
 		v, err = s.statistic(ctx, *q.IEEE)
 	}
 	if err != nil {
