@@ -9,6 +9,8 @@ import (
 	"os"
 
 	"github.com/sensordata/sensorapi/pkg/analytics"
+	"github.com/sensordata/sensorapi/pkg/apierr"
+	"github.com/sensordata/sensorapi/pkg/fault"
 )
 
 func compileCmd(_ context.Context, args []string) error {
@@ -60,9 +62,9 @@ Flags:
 
 // describe turns a validation error into the body the endpoint would answer.
 func describe(err error) error {
-	var ae interface{ Body() any }
-	if errors.As(err, &ae) {
-		return fmt.Errorf("compile: the endpoint would answer %v", ae.Body())
+	var fe *fault.Error
+	if errors.As(err, &fe) {
+		return fmt.Errorf("compile: the endpoint would answer %v", apierr.Render(fe).Body())
 	}
 	return fmt.Errorf("compile: %w", err)
 }
