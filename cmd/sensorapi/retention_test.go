@@ -130,7 +130,7 @@ func TestRetentionRun(t *testing.T) {
 		}
 	})
 	waitReady(t, "http://"+addr)
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+	for deadline := time.Now().Add(testenv.Patience); ; time.Sleep(100 * time.Millisecond) {
 		status, body := httpDo(t, "http://"+addr, "GET", "/metrics", "", "")
 		var h float64
 		for _, l := range strings.Split(body, "\n") {

@@ -160,7 +160,7 @@ func TestEventTriggersAndReturnsToNormal(t *testing.T) {
 
 	postDot(t, c, "boiler", "temp", 79, 2000)
 	postDot(t, c, "boiler", "temp", 85, 3000) // triggers
-	h := rcv.wait(t, 1, 5*time.Second)
+	h := rcv.wait(t, 1, testenv.Patience)
 	var body map[string]any
 	if err := json.Unmarshal(h[0].Body, &body); err != nil {
 		t.Fatalf("webhook body %q: %v", h[0].Body, err)
@@ -178,7 +178,7 @@ func TestEventTriggersAndReturnsToNormal(t *testing.T) {
 		t.Fatalf("state %v, want triggered", s)
 	}
 	postDot(t, c, "boiler", "temp", 80, 5000) // not > 80: back to normal
-	h = rcv.wait(t, 2, 5*time.Second)
+	h = rcv.wait(t, 2, testenv.Patience)
 	if err := json.Unmarshal(h[1].Body, &body); err != nil || body["state"] != "normal" || body["value"] != 80.0 {
 		t.Fatalf("back to normal body: %s", h[1].Body)
 	}
@@ -407,14 +407,14 @@ func TestEventDurationAndOrder(t *testing.T) {
 	rcv.quiet(t, 0, 300*time.Millisecond)
 	postDot(t, c, "b", "t", 10, 12*m) // older than the last evaluated: ignored
 	postDot(t, c, "b", "t", 86, 20*m) // 5 min of data time: triggers
-	h := rcv.wait(t, 1, 5*time.Second)
+	h := rcv.wait(t, 1, testenv.Patience)
 	if s := states(t, h); s[0] != "triggered@1.2e+06" {
 		t.Fatalf("transitions %v, want triggered at 20 min", s)
 	}
 	postDot(t, c, "b", "t", 10, 19*m+30_000) // late and low: ignored, still triggered
 	rcv.quiet(t, 1, 300*time.Millisecond)
 	postDot(t, c, "b", "t", 79.9, 21*m) // back to normal at once, whatever the duration
-	h = rcv.wait(t, 2, 5*time.Second)
+	h = rcv.wait(t, 2, testenv.Patience)
 	if s := states(t, h); s[1] != "normal@1.26e+06" {
 		t.Fatalf("transitions %v", s)
 	}
@@ -424,7 +424,7 @@ func TestEventDurationAndOrder(t *testing.T) {
 		map[string]any{"value": 99, "timestamp": 34 * m}, map[string]any{"value": 1, "timestamp": 41 * m}}}); r.Status != 200 {
 		t.Fatalf("post: %d %s", r.Status, r.Body)
 	}
-	h = rcv.wait(t, 4, 5*time.Second)
+	h = rcv.wait(t, 4, testenv.Patience)
 	// two transitions of one request: their deliveries run in parallel, in any order
 	if s := states(t, h); !slices.Contains(s[2:], "triggered@2.4e+06") || !slices.Contains(s[2:], "normal@2.46e+06") {
 		t.Fatalf("transitions %v", s)
@@ -445,7 +445,7 @@ func TestEventThresholdEquality(t *testing.T) {
 			"variable": "eq.v", "operator": op, "value": 42.5}, "actions": []any{w}})
 	}
 	postDot(t, c, "eq", "v", 42.5, 2000)
-	h := rcv.wait(t, 3, 5*time.Second)
+	h := rcv.wait(t, 3, testenv.Patience)
 	rcv.quiet(t, 3, 300*time.Millisecond)
 	got := map[string]bool{}
 	for _, x := range h {
@@ -467,7 +467,7 @@ func TestEventWebhookRetries(t *testing.T) {
 	ev := createEvent(t, c, map[string]any{"label": "retry", "condition": map[string]any{
 		"variable": "r.v", "operator": ">", "value": 0}, "actions": []any{webhook(rcv)}})
 	postDot(t, c, "r", "v", 1, 2000)
-	h := rcv.wait(t, 3, 10*time.Second)
+	h := rcv.wait(t, 3, testenv.Patience)
 	rcv.quiet(t, 3, 500*time.Millisecond)
 	for _, x := range h {
 		if x.Delivery != h[0].Delivery || !idRe.MatchString(x.Delivery) {
@@ -481,7 +481,7 @@ func TestEventWebhookRetries(t *testing.T) {
 		t.Fatalf("backoff gaps %v, %v: want at least 50 ms then 100 ms", g1, g2)
 	}
 	var l map[string]any
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(testenv.Patience); ; time.Sleep(20 * time.Millisecond) {
 		l = c.Get("/api/v2.0/events/~retry/deliveries").Object(t)
 		if rs := l["results"].([]any); len(rs) == 1 && rs[0].(map[string]any)["status"] == "delivered" {
 			break
@@ -613,7 +613,7 @@ func TestEventTwoInstancesDeliverEachTransitionOnce(t *testing.T) {
 		}
 		postDot(t, []*testenv.Client{a, b}[(i/2)%2], "m", "v", v, int64(2000+i*1000))
 	}
-	hs := rcv.wait(t, n, 10*time.Second)
+	hs := rcv.wait(t, n, testenv.Patience)
 	rcv.quiet(t, n, 500*time.Millisecond)
 	got := distinct(t, hs)
 	if len(got) != n {
@@ -641,7 +641,7 @@ func TestEventTwoInstancesDeliverEachTransitionOnce(t *testing.T) {
 	wg.Wait()
 	// wait until an evaluation reached the last value, then until deliveries settle
 	var rows int
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(testenv.Patience); ; time.Sleep(20 * time.Millisecond) {
 		var last *int64
 		if err := env.DB.NewRaw(`SELECT s.last_ts FROM event_states s JOIN events e ON e.id = s.event_id WHERE e.public_id = ?`, evID).Scan(context.Background(), &last); err == nil &&
 			last != nil && *last == 139_000 {
@@ -655,7 +655,7 @@ func TestEventTwoInstancesDeliverEachTransitionOnce(t *testing.T) {
 		WHERE e.public_id = ?`, evID).Scan(context.Background(), &rows); err != nil {
 		t.Fatal(err)
 	}
-	hs = rcv.wait(t, rows, 10*time.Second)
+	hs = rcv.wait(t, rows, testenv.Patience)
 	time.Sleep(300 * time.Millisecond)
 	got = distinct(t, rcv.got())
 	if len(got) != rows || rows <= n {
@@ -696,9 +696,9 @@ func TestEventStaleEntryTransitionOnce(t *testing.T) {
 	}
 	waitFor := func(what string, ok func() bool) {
 		t.Helper()
-		for deadline := time.Now().Add(5 * time.Second); !ok(); time.Sleep(10 * time.Millisecond) {
+		for deadline := time.Now().Add(testenv.Patience); !ok(); time.Sleep(10 * time.Millisecond) {
 			if time.Now().After(deadline) {
-				t.Fatalf("%s: not after 5 s", what)
+				t.Fatalf("%s: not after %v", what, testenv.Patience)
 			}
 		}
 	}
@@ -723,7 +723,7 @@ func TestEventStaleEntryTransitionOnce(t *testing.T) {
 	waitFor("B evaluates from the database", func() bool { return lastTS() == 3000 })
 	fromDB := evaluations(a, "database")
 	postDot(t, a, "st", "v", 100, 4000) // A: a transition in memory over a version that moved
-	h := rcv.wait(t, 1, 5*time.Second)
+	h := rcv.wait(t, 1, testenv.Patience)
 	rcv.quiet(t, 1, 300*time.Millisecond)
 	if s := states(t, h); s[0] != "triggered@4000" {
 		t.Fatalf("transitions %v", s)
@@ -732,7 +732,7 @@ func TestEventStaleEntryTransitionOnce(t *testing.T) {
 		t.Fatal("A's stale entry was not evaluated again from the database")
 	}
 	postDot(t, b, "st", "v", 0, 5000) // B's entry ends at 3000, the write follows 4000
-	h = rcv.wait(t, 2, 5*time.Second)
+	h = rcv.wait(t, 2, testenv.Patience)
 	rcv.quiet(t, 2, 300*time.Millisecond)
 	if s := states(t, distinctHooks(h)); s[1] != "normal@5000" {
 		t.Fatalf("transitions %v", s)
@@ -767,7 +767,7 @@ func TestEventDeliveriesSurviveAKilledInstance(t *testing.T) {
 	createEvent(t, a, map[string]any{"label": "kill", "condition": map[string]any{
 		"variable": "k.v", "operator": ">", "value": 0}, "actions": []any{webhook(rcv)}})
 	postDot(t, a, "k", "v", 1, 2000)
-	first := rcv.wait(t, 2, 10*time.Second)[0] // a failed attempt and its retry
+	first := rcv.wait(t, 2, testenv.Patience)[0] // a failed attempt and its retry
 	killA()
 	n := len(rcv.got())
 	time.Sleep(300 * time.Millisecond)
@@ -783,7 +783,7 @@ func TestEventDeliveriesSurviveAKilledInstance(t *testing.T) {
 	rcv.fail = 0
 	rcv.mu.Unlock()
 	var ok *hook
-	for deadline := time.Now().Add(10 * time.Second); ok == nil; time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(testenv.Patience); ok == nil; time.Sleep(10 * time.Millisecond) {
 		for _, h := range rcv.got() {
 			if h.OK {
 				ok = &h
@@ -796,7 +796,7 @@ func TestEventDeliveriesSurviveAKilledInstance(t *testing.T) {
 	if ok.Delivery != first.Delivery {
 		t.Fatalf("delivered under %q, first attempted under %q", ok.Delivery, first.Delivery)
 	}
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(testenv.Patience); ; time.Sleep(20 * time.Millisecond) {
 		d := b.Get("/api/v2.0/events/~kill/deliveries").Object(t)["results"].([]any)[0].(map[string]any)
 		if d["status"] == "delivered" && d["attempt"].(float64) > 2 {
 			break
@@ -827,7 +827,7 @@ func TestEventSweepCatchesUp(t *testing.T) {
 	if err := direct.ToDevice(context.Background(), acct, "s", []ingest.Dot{{Target: "v", Value: 7, TS: 5000}}); err != nil {
 		t.Fatal(err)
 	}
-	h := rcv.wait(t, 1, 5*time.Second)
+	h := rcv.wait(t, 1, testenv.Patience)
 	if s := states(t, h); s[0] != "triggered@5000" {
 		t.Fatalf("transitions %v", s)
 	}
@@ -868,7 +868,7 @@ func TestEventMQTTAndSetVariableActions(t *testing.T) {
 		t.Fatal(err)
 	}
 	delivered := func() float64 { return testutil.ToFloat64(c.Server.Metrics.MQTTDeliveries) }
-	for deadline := time.Now().Add(5 * time.Second); delivered() == 0; time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(testenv.Patience); delivered() == 0; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("mosquitto_sub got no initial value")
 		}
@@ -882,7 +882,7 @@ func TestEventMQTTAndSetVariableActions(t *testing.T) {
 	}
 	lv := func(want string) {
 		t.Helper()
-		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		for deadline := time.Now().Add(testenv.Patience); ; time.Sleep(20 * time.Millisecond) {
 			r := c.Get("/api/v1.6/devices/alarms/flag/lv")
 			if r.Status == 200 && strings.TrimSpace(string(r.Body)) == want {
 				return
@@ -899,7 +899,7 @@ func TestEventMQTTAndSetVariableActions(t *testing.T) {
 	}
 	postDot(t, c, "plant", "temp", 12, 3000)
 	lv("12")
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(testenv.Patience); ; time.Sleep(20 * time.Millisecond) {
 		ds := c.Get("/api/v2.0/events/~plant-hot/deliveries?status=delivered").Object(t)
 		if ds["count"] == 3.0 {
 			for _, d := range ds["results"].([]any) {
@@ -958,7 +958,7 @@ func TestEventOnSyntheticVariable(t *testing.T) {
 		"variable": "boiler.fahrenheit", "operator": ">=", "value": 212}, "actions": []any{webhook(rcv)}})
 	postDot(t, c, "boiler", "temperature", 99, 2000)  // 210.2 °F
 	postDot(t, c, "boiler", "temperature", 100, 3000) // 212 °F
-	h := rcv.wait(t, 1, 10*time.Second)
+	h := rcv.wait(t, 1, testenv.Patience)
 	var b map[string]any
 	if err := json.Unmarshal(h[0].Body, &b); err != nil || b["value"] != 212.0 || b["ts"] != 3000.0 || b["var"] != "fahrenheit" {
 		t.Fatalf("webhook body %s", h[0].Body)

@@ -411,7 +411,7 @@ func TestFleetListenerGapPurgesCaches(t *testing.T) {
 		WHERE application_name = $1 AND datname = current_database()`, notify.ApplicationName).Scan(&n); err != nil || n == 0 {
 		t.Fatalf("terminated %d listeners (%v)", n, err)
 	}
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(testenv.Patience); ; time.Sleep(20 * time.Millisecond) {
 		r := b.As(tok).Get("/api/v2.0/devices/")
 		if r.Status == 401 {
 			break

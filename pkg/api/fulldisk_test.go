@@ -319,7 +319,7 @@ func TestFullDiskBudgetStopsWrites(t *testing.T) {
 	cfg := e.Config()
 	cfg.WriteStopSize = budget
 	c := e.ClientWith(t, cfg)
-	for deadline := time.Now().Add(10 * time.Second); storageBytes(t, c) == 0; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(testenv.Patience); storageBytes(t, c) == 0; time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the storage size was not measured")
 		}

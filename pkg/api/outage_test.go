@@ -246,10 +246,10 @@ func TestQueryTimeoutAnswersJSON(t *testing.T) {
 	}
 	// the instance's background workers (synthetic upkeep, rollup catch-up, events) take
 	// a connection now and then: a leaked one is still held when they are done
-	deadline := time.Now().Add(3 * time.Second)
+	deadline := time.Now().Add(testenv.Patience)
 	for n := db.Pool.Stat().AcquiredConns(); n != 0; n = db.Pool.Stat().AcquiredConns() {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d connections still held 3 s after the timeout", n)
+			t.Fatalf("%d connections still held %v after the timeout", n, testenv.Patience)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -321,7 +321,7 @@ func TestStorageBudgetStopsWrites(t *testing.T) {
 		s, _ := r.Object(t)["storage"].(map[string]any)
 		return s
 	}
-	for deadline := time.Now().Add(10 * time.Second); storage()["bytes"] == 0.0; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(testenv.Patience); storage()["bytes"] == 0.0; time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the storage size was not measured")
 		}
@@ -395,7 +395,7 @@ func TestRetentionSizeDropsOldestRawChunks(t *testing.T) {
 		}
 		return n
 	}
-	for deadline := time.Now().Add(15 * time.Second); count(`"values"`, "ts") != 0; time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(testenv.Patience); count(`"values"`, "ts") != 0; time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the oldest raw chunk was not dropped past the retention size")
 		}

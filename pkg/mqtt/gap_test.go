@@ -3,6 +3,8 @@ package mqtt_test
 import (
 	"testing"
 	"time"
+
+	"github.com/sensordata/sensorapi/testcontainers/testenv"
 )
 
 // TestLastValuesAfterListenerGap: a last value that moves while an instance's LISTEN
@@ -21,7 +23,7 @@ func TestLastValuesAfterListenerGap(t *testing.T) {
 	// every connection of in is reset as soon as it sends or receives: the listener's
 	// next ping (within 2 s) fails, and so does each reconnection while the toxic stays
 	px.Add(t, "reset_peer", map[string]any{"timeout": 0}, "upstream", "downstream")
-	for deadline := time.Now().Add(10 * time.Second); in.http.Server.Listener.Healthy(); time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(testenv.Patience); in.http.Server.Listener.Healthy(); time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the listener did not notice its connection was reset")
 		}

@@ -97,7 +97,7 @@ func TestStorageBudget(t *testing.T) {
 	cfg.WriteStopSize = 1 // the database is always past it
 	in := start(t, env.ClientWith(t, cfg))
 	tok := env.NewAccount(t)
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(testenv.Patience); ; time.Sleep(20 * time.Millisecond) {
 		s, _ := in.http.Get("/healthz").Object(t)["storage"].(map[string]any)
 		if s["bytes"].(float64) > 0 {
 			break
