@@ -26,7 +26,7 @@ const (
 // aggregation is all the compiler and the answers know of one aggregation. Adding one
 // is adding an entry to aggregations (and, for E7, its result column to StatisticsRow):
 // parsing, error messages, statements and answers are derived from the table. One that
-// needs a summary column the tiers do not keep needs that column first (pkg/values/tiers, a
+// needs a summary column the tiers do not keep needs that column first (querybuilder/tiers, a
 // migration, summaryColumns and rawColumns in tiers.go).
 type aggregation struct {
 	name string

@@ -8,7 +8,7 @@ import (
 
 	sq "github.com/Masterminds/squirrel"
 
-	"github.com/sensordata/sensorapi/pkg/values/tiers"
+	"github.com/sensordata/sensorapi/querybuilder/tiers"
 )
 
 // VariableRef names one requested variable as the client did: by public id, or by

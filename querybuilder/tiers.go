@@ -7,11 +7,11 @@ import (
 
 	sq "github.com/Masterminds/squirrel"
 
-	"github.com/sensordata/sensorapi/pkg/values/tiers"
+	"github.com/sensordata/sensorapi/querybuilder/tiers"
 )
 
 // Count, sum, mean, min, max, std, first and last of a range add up from parts, so the
-// compiler answers them from summary rows: whole tiles of the rollup tiers (pkg/values/tiers,
+// compiler answers them from summary rows: whole tiles of the rollup tiers (querybuilder/tiers,
 // kept exact by the write path) wherever they fit, and raw values only where a range
 // edge cuts a minute. A range is covered coarsest first: whole days in its middle,
 // then quarters, then minutes towards its edges, then the raw values of the partial

@@ -6,7 +6,7 @@ import (
 
 	sq "github.com/Masterminds/squirrel"
 
-	"github.com/sensordata/sensorapi/pkg/values/tiers"
+	"github.com/sensordata/sensorapi/querybuilder/tiers"
 )
 
 // zonePlan is how a resample request's buckets meet the tiers: how many tiers (finest

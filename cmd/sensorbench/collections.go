@@ -64,20 +64,24 @@ func benchCollections(ctx context.Context, h *benchharness.Harness, d time.Durat
 	// keeps its tiles too
 	current := runRequests(ctx, d, len(ids), time.Now(), send)
 	late := runRequests(ctx, d, len(ids), time.Now().Add(-10*time.Minute), send)
+	// and history, three months old: before every mark, on days the packer may have
+	// packed, so the write looks for packed days (once per batch) before it upserts
+	old := runRequests(ctx, d, len(ids), time.Now().AddDate(0, -3, 0), send)
 	peak := rss.Stop()
 	stored, err := storedDots(ctx, h, acct)
 	if err != nil {
 		return err
 	}
 	stored -= int64(n) // the dots that created the variables
-	acked := (current.messages + late.messages) * collectionsDots
+	acked := (current.messages + late.messages + old.messages) * collectionsDots
 	fmt.Printf("bulk collections: %d variables, %d dots per request (%d variables × %d), %v per side\n",
 		n, collectionsDots, collectionsBlock, collectionsPoints, d)
 	printDots(fmt.Sprintf("naive floor (%d pgx conns, INSERT+UPDATE/request)", collectionsClients), floor)
 	printDots(fmt.Sprintf("HTTP, current data (%d clients, POST …/collections/values)", collectionsClients), current)
 	printDots("HTTP, the same ten minutes late (tiles kept by the write)", late)
-	fmt.Printf("  http / naive floor: %.2f× current, %.2f× late (target ≥ 1.5×)   dots stored %d, acknowledged %d   server peak RSS %.0f MiB\n\n",
-		current.rate()/floor.rate(), late.rate()/floor.rate(), stored, acked, peak)
+	printDots("HTTP, the same three months old (packed days probed)", old)
+	fmt.Printf("  http / naive floor: %.2f× current, %.2f× late, %.2f× three months old (target ≥ 1.5×)   dots stored %d, acknowledged %d   server peak RSS %.0f MiB\n\n",
+		current.rate()/floor.rate(), late.rate()/floor.rate(), old.rate()/floor.rate(), stored, acked, peak)
 	if stored != acked {
 		return fmt.Errorf("collections: %d dots stored but %d acknowledged", stored, acked)
 	}

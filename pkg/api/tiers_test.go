@@ -16,8 +16,8 @@ import (
 	an "github.com/sensordata/sensorapi/pkg/analytics"
 	"github.com/sensordata/sensorapi/pkg/store"
 	"github.com/sensordata/sensorapi/pkg/values"
-	"github.com/sensordata/sensorapi/pkg/values/tiers"
 	"github.com/sensordata/sensorapi/querybuilder"
+	"github.com/sensordata/sensorapi/querybuilder/tiers"
 	"github.com/sensordata/sensorapi/testcontainers/testenv"
 )
 

@@ -19,7 +19,7 @@ import (
 
 	"github.com/sensordata/sensorapi/pkg/metrics"
 	"github.com/sensordata/sensorapi/pkg/values"
-	"github.com/sensordata/sensorapi/pkg/values/tiers"
+	"github.com/sensordata/sensorapi/querybuilder/tiers"
 )
 
 // LockKey is the PostgreSQL advisory lock (pg_try_advisory_lock, session level) a run

@@ -13,7 +13,7 @@ import (
 
 	"github.com/sensordata/sensorapi/pkg/metrics"
 	"github.com/sensordata/sensorapi/pkg/retention"
-	"github.com/sensordata/sensorapi/pkg/values/tiers"
+	"github.com/sensordata/sensorapi/querybuilder/tiers"
 	"github.com/sensordata/sensorapi/testcontainers/testenv"
 )
 

@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/sensordata/sensorapi/pkg/values/tiers"
+	"github.com/sensordata/sensorapi/querybuilder/tiers"
 )
 
 // PackEvery is how often `serve` runs the packer.

@@ -9,7 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/sensordata/sensorapi/pkg/values/tiers"
+	"github.com/sensordata/sensorapi/querybuilder/tiers"
 )
 
 // The packed layout (sql/20261126300001_values_packed.up.sql): a (variable, UTC day)

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/sensordata/sensorapi/pkg/values/tiers"
+	"github.com/sensordata/sensorapi/querybuilder/tiers"
 )
 
 // retileRange recomputes every tier's tiles of one variable that hold timestamps in

@@ -10,8 +10,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/sensordata/sensorapi/pkg/values/tiers"
 	"github.com/sensordata/sensorapi/querybuilder"
+	"github.com/sensordata/sensorapi/querybuilder/tiers"
 )
 
 // The rollup tiers (tiers: minutes, quarters, days) change in the same transaction

@@ -1,8 +1,7 @@
 // Package tiers names the rollup tiers of "values" and decides which of them can
-// answer a calendar question in a time zone. It is part of the values store's layout:
-// pkg/values keeps every tier exact; the compiler (querybuilder) reads the coarsest
-// tiers that fit a request (a package of its own, since the compiler cannot import the
-// store, which compiles through it).
+// answer a calendar question in a time zone. Choosing a tier is planning, so it lives
+// with the compiler (querybuilder reads the coarsest tiers that fit a request); the
+// values store (pkg/values), which keeps every tier exact, imports it from here.
 //
 // Each tier is a hypertable of tiles: per variable and per UTC-aligned interval of the
 // tier's width holding at least one value, the tile's count, sum, min and max, its
