@@ -188,8 +188,8 @@ func checkValues(t *testing.T, step string, tn *tenant) {
 
 // bucket is one row of a tier view.
 type bucket struct {
-	Start                          int64
-	Count                          int64
+	Start                            int64
+	Count                            int64
 	Sum, Min, Max, Mean, First, Last float64
 }
 
@@ -316,4 +316,3 @@ func TestDocumentedQueriesRunAsARole(t *testing.T) {
 		}
 	}
 }
-
