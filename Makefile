@@ -14,7 +14,7 @@ export GOFLAGS ?= -trimpath
 GO ?= go
 BIN := bin/sensorapi
 
-.PHONY: run reset build test test-race test-ha test-tools console-deps prepare vet lint lint-openapi bench bench-tiers bench-storage bench-fleet bench-mqtt fuzz fuzz-short loadtest image clean
+.PHONY: run reset build test test-race test-ha test-tools console-deps prepare vet lint lint-openapi bench bench-tiers bench-sql bench-storage bench-fleet bench-mqtt fuzz fuzz-short loadtest image clean
 
 ## run: build and serve on :8080 (starts TimescaleDB itself without DATABASE_URL: the
 ## container $(DATA_VOLUME), stopped on exit and started again next time, with its data
@@ -109,6 +109,11 @@ bench: prepare
 ## and the rollup tiers' size on disk per raw point
 bench-tiers: prepare
 	$(GO) run ./cmd/sensorbench -only tiers
+
+## bench-sql: issue 44's operator queries through the sensor views as an account's SQL role
+## (a month by hour on rows and packed days, a year of daily means) next to the internal tables
+bench-sql: prepare
+	$(GO) run ./cmd/sensorbench -only sql
 
 ## bench-storage: issue 32's six kinds of series over 90 days, bytes per point as rows and
 ## packed (per kind, per table, database growth), pack throughput; then bench-tiers,

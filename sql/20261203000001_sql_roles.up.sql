@@ -101,22 +101,24 @@ FROM public.variables v JOIN public.devices d ON d.id = v.device_id;
 -- Every value, whichever layout holds its day: rows of "values", or a packed day's
 -- arrays unnested (the timestamps rebuilt as packed_dots rebuilds them,
 -- sql/20261127300001_packed_slices.up.sql). A day is in one layout at a time, so the
--- union needs no deduplication. The packed branch is written out rather than calling
--- packed_dots: functions in a view run with the privileges of the querying role, which
--- may not read values_packed.
+-- union needs no deduplication. Each branch joins the variables itself, so that a
+-- predicate on the variable reaches both tables' (variable_id, …) indexes and a
+-- predicate on ts the index and chunks of "values" (docs/sql.md, "Speed"). The packed
+-- branch is written out rather than calling packed_dots: functions in a view run with
+-- the privileges of the querying role, which may not read values_packed.
 CREATE VIEW sensor.values WITH (security_barrier) AS
 SELECT v.public_id AS variable_id, d.label AS device_label, v.label AS variable_label,
-       x.ts, x.value, x.context
+       r.ts, r.value, r.context
 FROM public.variables v
 JOIN public.devices d ON d.id = v.device_id
-JOIN (
-    SELECT r.variable_id, r.ts, r.value, r.context FROM public."values" r
-    UNION ALL
-    SELECT p.variable_id, p.ts_base + ((u.i - 1) * p.ts_step + u.r) * INTERVAL '1 ms', u.value,
-           p.context -> u.i::text
-    FROM public.values_packed p
-    CROSS JOIN LATERAL unnest(p.ts_r, p.value) WITH ORDINALITY AS u(r, value, i)
-) x ON x.variable_id = v.id;
+JOIN public."values" r ON r.variable_id = v.id
+UNION ALL
+SELECT v.public_id, d.label, v.label,
+       p.ts_base + ((u.i - 1) * p.ts_step + u.r) * INTERVAL '1 ms', u.value, p.context -> u.i::text
+FROM public.variables v
+JOIN public.devices d ON d.id = v.device_id
+JOIN public.values_packed p ON p.variable_id = v.id
+CROSS JOIN LATERAL unnest(p.ts_r, p.value) WITH ORDINALITY AS u(r, value, i);
 
 --bun:split
 

@@ -22,8 +22,8 @@ func main() {
 	points := flag.Int("ingest-dots", 1_000_000, "dots written by the ingestion benchmark (per side)")
 	year := flag.Int("series-points", 10_512_000, "points of the analytics series (a year at 3 s)")
 	fleet := flag.Duration("fleet-duration", 20*time.Second, "how long each side of the fleet and collections benchmarks runs")
-	tiersScale := flag.Float64("tiers-scale", 1, "fraction of the tiers workload's week and year to load (for a quick trial)")
-	only := flag.String("only", "", "run one workload: ingest (with collections), collections, fleet, mqtt, analytics, storage or tiers (default: all)")
+	tiersScale := flag.Float64("tiers-scale", 1, "fraction of the tiers and sql workloads' week and year to load (for a quick trial)")
+	only := flag.String("only", "", "run one workload: ingest (with collections), collections, fleet, mqtt, analytics, storage, tiers or sql (default: all)")
 	flag.IntVar(&fleetEvents, "fleet-events", fleetEventsDefault(),
 		"active events over the fleet's variables during the fleet benchmark (SENSORAPI_BENCH_FLEET_EVENTS; 0: none)")
 	flag.BoolVar(&fleetSynthetic, "fleet-synthetic", fleetSyntheticDefault(),
@@ -81,7 +81,12 @@ func run(ctx context.Context, only string, ingestDots, seriesPoints int, fleet t
 		}
 	}
 	if only == "" || only == "tiers" {
-		return benchTiers(ctx, h, tiersScale)
+		if err := benchTiers(ctx, h, tiersScale); err != nil {
+			return err
+		}
+	}
+	if only == "" || only == "sql" {
+		return benchSQL(ctx, h, tiersScale)
 	}
 	return nil
 }
