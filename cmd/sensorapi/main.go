@@ -25,6 +25,7 @@ Usage:
   sensorapi rollups rebuild|check         recompute the minute rollups from the values, or compare them
   sensorapi retention run                  drop raw and rollup chunks past their retention, now (see retention --help)
   sensorapi storage report|pack            bytes per stored point per table; pack old days now (see storage --help)
+  sensorapi sql-role create|list|drop      read-only SQL login roles per account, schema sensor (see sql-role --help)
   sensorapi healthcheck                    exit 0 when the local server answers /healthz (container health checks)
   sensorapi help                           this text
 
@@ -55,6 +56,7 @@ var commands = map[string]command{
 	"synthetic":   syntheticCmd,
 	"healthcheck": healthcheckCmd,
 	"storage":     storageCmd,
+	"sql-role":    sqlRoleCmd,
 }
 
 func main() {
