@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -202,6 +203,13 @@ func TestConsoleEndToEnd(t *testing.T) {
 	if ms, err := strconv.ParseFloat(b.text(t, "#exec-ms"), 64); err != nil || ms <= 0 || !strings.Contains(b.text(t, "#plan"), `"Node Type"`) {
 		t.Fatalf("plan and execution time: %v %v", ms, err)
 	}
+	// the API ran it with the account's key where sensorapi compile names the account
+	var key int64
+	if err := env.DB.NewRaw(`SELECT id FROM accounts WHERE name = ?`, account).Scan(context.Background(), &key); err != nil {
+		t.Fatal(err)
+	}
+	ran := strings.ReplaceAll(want, fmt.Sprintf("(SELECT id FROM accounts WHERE name = '%s')", account), strconv.FormatInt(key, 10))
+	checkPlanText(t, b.text(t, "#plan-text"), ran)
 
 	// other pickers, new requests
 	b.run(t, chromedp.SetValue("#period", "15T", chromedp.ByQuery),
@@ -284,5 +292,57 @@ func TestConsoleSyntheticExpression(t *testing.T) {
 	b.run(t, chromedp.Evaluate(`!!document.getElementById("expression")`, &shown))
 	if shown {
 		t.Fatal("a raw variable shows an expression")
+	}
+}
+
+// planLines keeps the lines of a text plan that say what PostgreSQL did (node headers,
+// conditions, keys), with every number replaced by #: two executions of a statement
+// differ in their timings and counts, not in these.
+func planLines(text string) []string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		t := strings.TrimSpace(l)
+		keep := strings.Contains(l, "(cost=") || strings.HasPrefix(t, "InitPlan ") || strings.HasPrefix(t, "SubPlan ")
+		for _, k := range []string{"Index Cond:", "Recheck Cond:", "Filter:", "Hash Cond:", "Join Filter:", "Group Key:", "Sort Key:", "Order:"} {
+			keep = keep || strings.HasPrefix(t, k)
+		}
+		if keep {
+			out = append(out, planNumber.ReplaceAllString(l, "#"))
+		}
+	}
+	return out
+}
+
+var planNumber = regexp.MustCompile(`[0-9]+(\.[0-9]+)?`)
+
+// checkPlanText: the console's text plan is laid out as psql prints EXPLAIN (ANALYZE,
+// BUFFERS) for the same statement: the same nodes at the same indents, with the same
+// conditions and keys, then buffers and the planning and execution times.
+func checkPlanText(t *testing.T, got, statement string) {
+	t.Helper()
+	rows, err := env.DB.Pool.Query(context.Background(), "EXPLAIN (ANALYZE, BUFFERS) "+statement)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var psql []string
+	for rows.Next() {
+		var l string
+		if err := rows.Scan(&l); err != nil {
+			t.Fatal(err)
+		}
+		psql = append(psql, l)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	want := planLines(strings.Join(psql, "\n"))
+	have := planLines(got)
+	if len(want) < 3 || strings.Join(have, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("the console's plan text:\n%s\n\npsql's, for the same statement:\n%s", got, strings.Join(psql, "\n"))
+	}
+	for _, line := range []string{"Buffers: shared hit=", "Planning Time: ", "Execution Time: "} {
+		if !strings.Contains(got, line) {
+			t.Errorf("the console's plan text has no %q line:\n%s", line, got)
+		}
 	}
 }

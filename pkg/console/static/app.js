@@ -141,6 +141,7 @@ async function variableView(id, params) {
     el("label", {}, "to", el("input", { id: "end", type: "datetime-local" })));
   const chart = el("div", { id: "chart" });
   const sql = el("pre", { id: "sql" }), plan = el("pre", { id: "plan" }), exec = el("span", { id: "exec-ms" });
+  const planText = el("pre", { id: "plan-text" });
   const copy = (pre) => el("button", { on: { click: () => navigator.clipboard.writeText(pre.textContent) } }, "copy");
   show(el("h2", {}, `${v.label} `, el("span", { class: "muted" }, v.name)), controls,
     el("div", { class: "split" }, chart, el("div", {},
@@ -148,9 +149,12 @@ async function variableView(id, params) {
       v.type === "synthetic" ? el("div", { class: "block" }, el("h3", {}, "Synthetic: computed from"),
         el("pre", { id: "expression" }, v.syntheticExpression)) : "",
       el("div", { class: "block" }, el("h3", {}, "SQL (as sensorapi compile prints it)", copy(sql)), sql),
-      el("div", { class: "block" }, el("h3", {}, el("span", {}, "Plan, executed in ", exec, " ms"), copy(plan)), plan))));
-  for (const c of controls.querySelectorAll("select, input")) c.addEventListener("change", () => load(id, chart, sql, plan, exec));
-  await load(id, chart, sql, plan, exec);
+      el("div", { class: "block" }, el("h3", {}, el("span", {}, "Plan, as psql prints EXPLAIN (ANALYZE, BUFFERS): executed in ", exec, " ms"),
+        copy(planText)), planText),
+      el("div", { class: "block" }, el("h3", {}, "The same plan as the API returns it (FORMAT JSON)", copy(plan)), plan))));
+  const panes = { sql, plan, planText, exec };
+  for (const c of controls.querySelectorAll("select, input")) c.addEventListener("change", () => load(id, chart, panes));
+  await load(id, chart, panes);
 }
 
 // body is the resample request the pickers describe.
@@ -165,7 +169,7 @@ function body(id) {
     start: Math.floor(start), end: Math.floor(end), join_dataframes: false };
 }
 
-async function load(id, chart, sql, plan, exec) {
+async function load(id, chart, { sql, plan, planText, exec }) {
   const req = body(id);
   const data = await api("POST", "/api/v1.6/data/stats/resample/", req).catch((e) => { showError(e); return null; });
   if (!data) return;
@@ -187,7 +191,132 @@ async function load(id, chart, sql, plan, exec) {
   if (!compiled) return;
   sql.textContent = compiled.psql;
   plan.textContent = JSON.stringify(analyzed.plan, null, 2);
+  planText.textContent = planAsText(analyzed.plan);
   exec.textContent = analyzed.execution_ms.toFixed(2);
+}
+
+// --- EXPLAIN's JSON plan as psql prints the text format ----------------------------------
+// The API returns EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) (one execution); this lays the
+// same plan out as PostgreSQL's text format (explain.c: headers, "->" arrows, indents of
+// 2 per level, details, buffers, planning and execution time), so that it reads as in psql.
+// One difference: psql prints a "Rows Removed by …" average that rounds to 0 when some rows
+// were removed; the JSON holds the rounded 0 alone, so such lines are left out here.
+
+// Keywords that quote_identifier quotes (PostgreSQL's reserved, column-name and
+// type/function-name keywords).
+const QUOTED_KEYWORDS = new Set(("all analyse analyze and any array as asc asymmetric authorization between bigint binary bit both " +
+  "boolean case cast char character check coalesce collate collation column concurrently constraint create cross " +
+  "current_catalog current_date current_role current_schema current_time current_timestamp current_user dec decimal " +
+  "default deferrable desc distinct do else end except exists extract false fetch float for foreign freeze from full " +
+  "grant greatest group grouping having ilike in initially inner inout int integer intersect interval into is isnull " +
+  "join lateral leading least left like limit localtime localtimestamp national natural nchar none normalize not " +
+  "notnull null nullif numeric offset on only or order out outer overlaps overlay placing position precision primary " +
+  "real references returning right row select session_user setof similar smallint some substring symmetric " +
+  "system_user table tablesample then time timestamp to trailing treat trim true union unique user using values " +
+  "varchar variadic verbose when where window with").split(" "));
+
+function quoteIdent(s) {
+  return /^[a-z_][a-z0-9_$]*$/.test(s) && !QUOTED_KEYWORDS.has(s) ? s : `"${s.replace(/"/g, '""')}"`;
+}
+
+function nodeName(n) {
+  let name = n["Node Type"];
+  const join = n["Join Type"] && n["Join Type"] !== "Inner" ? n["Join Type"] : "";
+  if (name === "Aggregate") {
+    name = { Sorted: "GroupAggregate", Hashed: "HashAggregate", Mixed: "MixedAggregate" }[n.Strategy] || "Aggregate";
+    if (n["Partial Mode"] && n["Partial Mode"] !== "Simple") name = `${n["Partial Mode"]} ${name}`;
+  } else if (name === "SetOp") {
+    name = `${n.Strategy === "Hashed" ? "HashSetOp" : "SetOp"} ${n.Command}`;
+  } else if (name === "Nested Loop" && join) {
+    name += ` ${join} Join`;
+  } else if ((name === "Hash Join" || name === "Merge Join") && join) {
+    name = `${name.split(" ")[0]} ${join} Join`;
+  } else if (name === "Custom Scan") {
+    name += ` (${n["Custom Plan Provider"]})`;
+  }
+  if (n["Async Capable"]) name = "Async " + name;
+  if (n["Parallel Aware"]) name = "Parallel " + name;
+  if (n["Scan Direction"] === "Backward") name += " Backward";
+  if (n["Index Name"]) name += n["Node Type"] === "Bitmap Index Scan" ? ` on ${quoteIdent(n["Index Name"])}` : ` using ${quoteIdent(n["Index Name"])}`;
+  const object = n["Relation Name"] || n["Function Name"] || n["CTE Name"] || n["Tuplestore Name"];
+  if (object || n.Alias) {
+    name += " on";
+    if (object) name += " " + quoteIdent(object);
+    if (n.Alias && n.Alias !== object) name += " " + quoteIdent(n.Alias);
+  }
+  return name;
+}
+
+const f2 = (x) => Number(x).toFixed(2), f3 = (x) => Number(x).toFixed(3), f0 = (x) => Number(x).toFixed(0);
+
+function buffers(n) {
+  const parts = [];
+  for (const [label, kinds] of [["shared", ["Hit", "Read", "Dirtied", "Written"]], ["local", ["Hit", "Read", "Dirtied", "Written"]], ["temp", ["Read", "Written"]]]) {
+    const set = kinds.filter((k) => n[`${label[0].toUpperCase()}${label.slice(1)} ${k} Blocks`] > 0)
+      .map((k) => `${k.toLowerCase()}=${n[`${label[0].toUpperCase()}${label.slice(1)} ${k} Blocks`]}`);
+    if (set.length) parts.push(`${label} ${set.join(" ")}`);
+  }
+  return parts.length ? "Buffers: " + parts.join(", ") : "";
+}
+
+// details are a node's lines under its header, in explain.c's order for the common nodes.
+function details(n) {
+  const out = [];
+  const put = (k) => {
+    if (n[k] !== undefined && !(k.startsWith("Rows Removed") && n[k] === 0)) out.push(`${k}: ${Array.isArray(n[k]) ? n[k].join(", ") : n[k]}`);
+  };
+  ["Group Key", "Sort Key", "Presorted Key", "Order", "Index Cond", "Recheck Cond", "Rows Removed by Index Recheck", "Order By",
+    "Merge Cond", "Hash Cond", "Join Filter", "Rows Removed by Join Filter", "One-Time Filter", "Filter"].forEach(put);
+  if (n["HashAgg Batches"] !== undefined) {
+    out.push(`Batches: ${n["HashAgg Batches"]}  Memory Usage: ${n["Peak Memory Usage"]}kB` + (n["Disk Usage"] ? `  Disk Usage: ${n["Disk Usage"]}kB` : ""));
+  }
+  ["Rows Removed by Filter", "Heap Fetches"].forEach(put);
+  if (n["Exact Heap Blocks"] || n["Lossy Heap Blocks"]) {
+    out.push("Heap Blocks:" + (n["Exact Heap Blocks"] ? ` exact=${n["Exact Heap Blocks"]}` : "") + (n["Lossy Heap Blocks"] ? ` lossy=${n["Lossy Heap Blocks"]}` : ""));
+  }
+  ["Workers Planned", "Workers Launched"].forEach(put);
+  if (n["Sort Method"]) out.push(`Sort Method: ${n["Sort Method"]}  ${n["Sort Space Type"]}: ${n["Sort Space Used"]}kB`);
+  if (n["Hash Buckets"] !== undefined) {
+    const orig = (k) => (n[`Original ${k}`] !== n[k] ? ` (originally ${n[`Original ${k}`]})` : "");
+    out.push(`Buckets: ${n["Hash Buckets"]}${orig("Hash Buckets")}  Batches: ${n["Hash Batches"]}${orig("Hash Batches")}  Memory Usage: ${n["Peak Memory Usage"]}kB`);
+  }
+  ["Chunks excluded during startup", "Chunks excluded during runtime", "Hypertables excluded during runtime"].forEach(put);
+  if (n["Subplans Removed"] > 0) put("Subplans Removed");
+  const b = buffers(n);
+  if (b) out.push(b);
+  return out;
+}
+
+function planNode(n, indent, label, lines) {
+  const pad = (i) => " ".repeat(2 * i);
+  if (label) lines.push(pad(indent++) + label);
+  let head = "";
+  if (indent > 0) {
+    head = pad(indent) + "->  ";
+    indent += 2;
+  }
+  head += `${nodeName(n)}  (cost=${f2(n["Startup Cost"])}..${f2(n["Total Cost"])} rows=${f0(n["Plan Rows"])} width=${n["Plan Width"]})`;
+  head += n["Actual Loops"] === 0 ? " (never executed)"
+    : ` (actual time=${f3(n["Actual Startup Time"])}..${f3(n["Actual Total Time"])} rows=${f0(n["Actual Rows"])} loops=${n["Actual Loops"]})`;
+  lines.push(head);
+  indent++;
+  for (const d of details(n)) lines.push(pad(indent) + d);
+  for (const c of n.Plans || []) {
+    const sub = c["Parent Relationship"] === "InitPlan" || c["Parent Relationship"] === "SubPlan";
+    planNode(c, indent, sub ? c["Subplan Name"] : "", lines);
+  }
+}
+
+function planAsText(explained) {
+  const lines = [];
+  planNode(explained.Plan, 0, "", lines);
+  if (explained.Planning) {
+    const b = buffers(explained.Planning);
+    if (b) lines.push("Planning:", "  " + b);
+  }
+  if (explained["Planning Time"] !== undefined) lines.push(`Planning Time: ${f3(explained["Planning Time"])} ms`);
+  if (explained["Execution Time"] !== undefined) lines.push(`Execution Time: ${f3(explained["Execution Time"])} ms`);
+  return lines.join("\n");
 }
 
 // --- routing ---------------------------------------------------------------------------
