@@ -39,6 +39,12 @@ type tenant struct {
 // packed) and the last 50 minutes of dots; salt makes its values its own.
 func newTenant(t *testing.T, salt float64) *tenant {
 	t.Helper()
+	return newTenantWith(t, salt, 30*time.Second)
+}
+
+// newTenantWith is newTenant with the role's statement timeout.
+func newTenantWith(t *testing.T, salt float64, timeout time.Duration) *tenant {
+	t.Helper()
 	ctx := context.Background()
 	tn := &tenant{Name: fmt.Sprintf("sqlrole_%s_%d", t.Name(), int(salt))}
 	var err error
@@ -74,7 +80,7 @@ func newTenant(t *testing.T, salt float64) *tenant {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tn.connect(t, sqlrole.Spec{Account: tn.Name, StatementTimeout: 300 * time.Millisecond, Connections: 3})
+	tn.connect(t, sqlrole.Spec{Account: tn.Name, StatementTimeout: timeout, Connections: 3})
 	return tn
 }
 
