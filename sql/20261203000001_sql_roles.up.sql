@@ -19,10 +19,12 @@
 -- service's own access exactly as before, whether it connects as the owner, as another
 -- role or as a superuser (which bypasses row-level security anyway). Roles are
 -- cluster-wide: the statements creating them tolerate another database of the same
--- server having created them first.
+-- server (or a DBA, for a migrating role without CREATEROLE) having created them first.
 DO $$
 BEGIN
-    CREATE ROLE sensor_views NOLOGIN;
+    IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'sensor_views') THEN
+        CREATE ROLE sensor_views NOLOGIN;
+    END IF;
 EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL;
 END $$;
 
@@ -30,7 +32,9 @@ END $$;
 
 DO $$
 BEGIN
-    CREATE ROLE sensor_reader NOLOGIN;
+    IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'sensor_reader') THEN
+        CREATE ROLE sensor_reader NOLOGIN;
+    END IF;
 EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL;
 END $$;
 
