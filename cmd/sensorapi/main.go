@@ -19,6 +19,7 @@ Usage:
   sensorapi account create NAME            create an account; prints its token
   sensorapi token create|list|revoke       account, read-only and device tokens (see token --help)
   sensorapi load [flags]                   write a reproducible data set (see load --help)
+  sensorapi import [flags] FILE            upload a CSV or NDJSON history file to a server (see import --help)
   sensorapi compile --endpoint E < req.json  print the SQL an analytics request runs
   sensorapi compile --synthetic 'EXPR'     print the SQL that computes a synthetic variable (API.md §17)
   sensorapi synthetic check                compare every synthetic variable with a recomputation (exit 1 if one differs)
@@ -49,6 +50,7 @@ var commands = map[string]command{
 	"account":     accountCmd,
 	"token":       tokenCmd,
 	"load":        loadCmd,
+	"import":      importCmd,
 	"compile":     compileCmd,
 	"rollups":     rollupsCmd,
 	"retention":   retentionCmd,
