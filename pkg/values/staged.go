@@ -80,7 +80,7 @@ func (c *copySource) Values() ([]any, error) {
 	c.vals[0], c.vals[1], c.vals[2], c.vals[3] = r.Line, int32(r.Slot), time.UnixMilli(r.TS).UTC(), r.Value
 	c.vals[4] = nil
 	if r.Context != nil {
-		c.vals[4] = []byte(r.Context)
+		c.vals[4] = r.Context
 	}
 	return c.vals, nil
 }
