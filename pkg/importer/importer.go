@@ -9,8 +9,6 @@ package importer
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"io"
 
 	"github.com/jackc/pgx/v5"
@@ -156,9 +154,6 @@ func resolveSlots(ctx context.Context, tx pgx.Tx, account int64, order []slotKey
 	for _, d := range devices {
 		dt, vars, err := ingest.DeviceTargets(ctx, tx, account, d, byDevice[d])
 		if err != nil {
-			if errors.Is(err, fault.DeviceDisabled) {
-				return nil, values.Targets{}, fault.New(fault.KindDisabled, fmt.Sprintf("Device '%s' is disabled.", d))
-			}
 			return nil, values.Targets{}, err
 		}
 		t.Add(dt)
