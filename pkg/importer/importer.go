@@ -59,8 +59,12 @@ func (im *Importer) Import(ctx context.Context, account int64, to Target, body B
 	src.horizon, src.hasHorizon = im.Pipeline.RawHorizon(ctx)
 	if body.NDJSON {
 		src.lines = newNDJSON(r)
-	} else if src.lines, err = newCSV(r, to.collection()); err != nil {
-		return Result{}, err
+	} else {
+		c, err := newCSV(r, to.collection())
+		if err != nil {
+			return Result{}, err
+		}
+		src.lines, src.cols = c, c.cols
 	}
 	var res Result
 	err = im.Pipeline.Bulk(ctx, func(ctx context.Context, tx pgx.Tx) (values.StagedWritten, error) {
@@ -81,7 +85,7 @@ func (im *Importer) Import(ctx context.Context, account int64, to Target, body B
 			}
 		}
 		w, err := st.Write(ctx, tx, keys, t)
-		res = Result{Rows: st.Rows(), Variables: len(w.Spans)}
+		res = Result{Rows: w.Rows, Variables: len(w.Spans)}
 		return w, err
 	})
 	return res, err

@@ -23,6 +23,7 @@ type slotKey struct{ device, variable string }
 // problems; Err then fails the COPY, and the transaction with it.
 type rowSource struct {
 	lines      lineReader
+	cols       columns // a CSV body's
 	parser     *ingest.Parser
 	labels     bool // a collection: each line names its device and variable
 	slots      map[slotKey]int
@@ -69,7 +70,7 @@ func (s *rowSource) parse(rec record) bool {
 	case rec.text != nil:
 		d, _, ok = s.parser.LineJSON(rec.text, path)
 	default:
-		l := s.lines.(*csvLines).cols
+		l := s.cols
 		d, ok = s.parser.LineFields(rec.field(l.timestamp), rec.field(l.value), rec.field(l.context), path)
 		labels = []string{rec.field(l.device), rec.field(l.variable)}
 	}

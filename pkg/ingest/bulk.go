@@ -45,7 +45,7 @@ func (p *Pipeline) Bulk(ctx context.Context, load func(ctx context.Context, tx p
 	p.committed(changes)
 	p.handOff(ctx, w.Moved)
 	if p.conf.Written != nil {
-		p.conf.Written(len(changes))
+		p.conf.Written(int(w.Rows))
 	}
 	return nil
 }

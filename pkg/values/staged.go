@@ -17,7 +17,7 @@ import (
 // A history import (pkg/importer) brings millions of rows in one request. They are
 // copied (binary COPY) into a staging table of the import's own, then written into the
 // store by one INSERT … SELECT … ON CONFLICT, and the packed days, last values and
-// rollup tiles are kept as Write keeps them for a batch, from a Tally of the rows taken
+// rollup tiles are kept as Write keeps them for a batch, from a tally of the rows taken
 // while they streamed by: nothing of the rows is held in memory.
 
 // StagedRow is one row of an import: its line in the file (a later line wins a
@@ -42,7 +42,7 @@ type RowSource interface {
 // rolled-back import leaves none.
 type Staging struct {
 	table string
-	tally *Tally
+	tally *tally
 	rows  int64
 }
 
@@ -67,7 +67,7 @@ func Stage(ctx context.Context, tx pgx.Tx, src RowSource) (*Staging, error) {
 // copySource feeds a RowSource to CopyFrom, tallying each row.
 type copySource struct {
 	src   RowSource
-	tally *Tally
+	tally *tally
 	vals  []any // reused: CopyFrom encodes a row before it asks for the next
 }
 
@@ -85,9 +85,6 @@ func (c *copySource) Values() ([]any, error) {
 	return c.vals, nil
 }
 
-// Rows is how many rows were staged.
-func (s *Staging) Rows() int64 { return s.rows }
-
 // Span is what a write did to one variable: values with timestamps in [From, To] (ms).
 type Span struct {
 	Variable, From, To int64
@@ -95,6 +92,7 @@ type Span struct {
 
 // StagedWritten is what Staging.Write did, for after the commit.
 type StagedWritten struct {
+	Rows  int64    // rows staged (a timestamp twice counts twice)
 	Spans []Span   // one per variable written
 	Moved []string // last-value notifications (NotifyLastValues, once committed)
 }
@@ -130,7 +128,7 @@ func (s *Staging) Write(ctx context.Context, tx pgx.Tx, keys []int64, t Targets)
 			w.Spans = append(w.Spans, Span{Variable: keys[i], From: st.from, To: st.to})
 		}
 	}
-	w.Moved = moved
+	w.Rows, w.Moved = s.rows, moved
 	return w, nil
 }
 
@@ -232,14 +230,16 @@ func (s *Staging) lastValues(ctx context.Context, tx pgx.Tx, keys []int64, t Tar
 // a staged row, found in the staging table) for the variables of at most maxTilePoints
 // rows, over their whole span (from "values") for the others.
 func (s *Staging) retile(ctx context.Context, tx pgx.Tx, keys []int64, marks map[int64]int64) error {
-	var bigK, bigLo, bigHi, small []int64
+	var bigK, bigLo, bigHi []int64
+	smallKeys := make([]int64, len(keys)) // by slot; 0 for the slots retiled over their span
+	small := false
 	for i, st := range s.tally.slots {
 		switch {
 		case st.n == 0:
 		case st.n > maxTilePoints:
 			bigK, bigLo, bigHi = append(bigK, keys[i]), append(bigLo, st.from), append(bigHi, min(st.to, marks[keys[i]]-1))
 		default:
-			small = append(small, keys[i])
+			smallKeys[i], small = keys[i], true
 		}
 	}
 	if err := retileRanges(ctx, execIn(tx), bigK, bigLo, bigHi); err != nil {
@@ -252,14 +252,8 @@ WHERE m.variable_id = ANY($1) AND v.id = m.variable_id AND m.tile > v.rollups_un
 			return fmt.Errorf("retile %s: %w", t.Table, err)
 		}
 	}
-	if len(small) == 0 {
+	if !small {
 		return nil
-	}
-	smallKeys := make([]int64, len(keys)) // 0 for the slots retiled above
-	for i, k := range keys {
-		if slices.Contains(small, k) {
-			smallKeys[i] = k
-		}
 	}
 	for i, t := range tiers.All {
 		wanted := `(SELECT k.id, time_bucket(INTERVAL '` + interval(t) + `', s.ts) FROM ` + s.table + ` s JOIN ` + keysFrom +

@@ -2,12 +2,12 @@ package values
 
 import "time"
 
-// Tally is what Staging.Write must know of the staged rows, taken as they stream by,
+// tally is what Staging.Write must know of the staged rows, taken as they stream by,
 // per slot: the count and span, the newest row (the last line of the newest
 // timestamp), whether the timestamps ran one way (then no two rows share one), and
 // the UTC days of the rows older than PackedAge (the only ones a packed day can hold).
 // Its size grows with the slots and days, never with the rows.
-type Tally struct {
+type tally struct {
 	slots  []slotTally
 	cutoff int64 // ms: rows before it may fall in a packed day
 }
@@ -22,12 +22,12 @@ type slotTally struct {
 	lastDay  int64
 }
 
-func newTally() *Tally { return &Tally{cutoff: time.Now().Add(-PackedAge).UnixMilli()} }
+func newTally() *tally { return &tally{cutoff: time.Now().Add(-PackedAge).UnixMilli()} }
 
 const dayMs = int64(24 * time.Hour / time.Millisecond)
 
 // add counts one row.
-func (t *Tally) add(r StagedRow) {
+func (t *tally) add(r StagedRow) {
 	for len(t.slots) <= r.Slot {
 		t.slots = append(t.slots, slotTally{})
 	}
@@ -75,7 +75,7 @@ func direction(dir int, prev, ts int64) int {
 }
 
 // oneWay tells whether every slot's timestamps ran one way: no (slot, ts) twice.
-func (t *Tally) oneWay() bool {
+func (t *tally) oneWay() bool {
 	for _, s := range t.slots {
 		if s.dir == 2 {
 			return false
@@ -85,7 +85,7 @@ func (t *Tally) oneWay() bool {
 }
 
 // oldDays are the (variable, day) pairs of the rows older than the cutoff.
-func (t *Tally) oldDays(keys []int64) ([]int64, []time.Time) {
+func (t *tally) oldDays(keys []int64) ([]int64, []time.Time) {
 	var vars, starts []int64
 	for i, s := range t.slots {
 		for d := range s.days {
