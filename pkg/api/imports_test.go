@@ -7,8 +7,10 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"net"
+	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -334,6 +336,21 @@ func TestImportLimits(t *testing.T) {
 		if r.Status != 413 || r.Object(t)["code"] != 413001.0 {
 			t.Fatalf("%d %s", r.Status, r.Body)
 		}
+	}
+	// sent chunked, without a length: cut while it streams
+	req, err := http.NewRequest("POST", c.URL+path, io.MultiReader(bytes.NewReader(body)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "text/csv")
+	req.Header.Set("X-Auth-Token", c.Token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != 413 || req.ContentLength != 0 {
+		t.Fatalf("chunked: %d (length %d)", resp.StatusCode, req.ContentLength)
 	}
 	if r := c.Get("/api/v2.0/devices/~big/"); r.Status != 404 {
 		t.Fatalf("the device was created: %d", r.Status)
