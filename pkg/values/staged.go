@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -110,8 +111,8 @@ func (s *Staging) Write(ctx context.Context, tx pgx.Tx, keys []int64, t Targets)
 	if err := s.lockAndUnpack(ctx, tx, keys, t); err != nil {
 		return w, err
 	}
-	if _, err := tx.Exec(ctx, s.insertSQL(len(keys)), keys); err != nil {
-		return w, fmt.Errorf("write values: %w", err)
+	if err := s.insert(ctx, tx, keys); err != nil {
+		return w, err
 	}
 	marks, moved, err := s.lastValues(ctx, tx, keys, t)
 	if err != nil {
@@ -135,10 +136,57 @@ func (s *Staging) Write(ctx context.Context, tx pgx.Tx, keys []int64, t Targets)
 // keysFrom is the FROM item mapping slots to keys ($1) as k(id, slot).
 const keysFrom = `unnest($1::bigint[]) WITH ORDINALITY AS k(id, slot)`
 
-// insertSQL is the one statement that writes the staged rows. Rows of a slot whose
-// timestamps ran one way cannot share one; otherwise the last line of each (slot, ts)
-// is kept (ON CONFLICT may not meet one row twice).
-func (s *Staging) insertSQL(slots int) string {
+// storedInSpansSQL counts the variables ($1) holding a row in their span ($2, $3).
+const storedInSpansSQL = `SELECT count(*) FROM unnest($1::bigint[], $2::timestamptz[], $3::timestamptz[]) AS w(id, lo, hi)
+WHERE EXISTS (SELECT FROM "values" v WHERE v.variable_id = w.id AND v.ts BETWEEN w.lo AND w.hi)`
+
+// insert writes the staged rows with one statement. When no variable holds a row in
+// its span (history into an empty period: the usual import) and no timestamp repeats,
+// it is a plain INSERT, as Write's fast path and for the same reason (about twice as
+// fast as ON CONFLICT on a hypertable), under a savepoint: a row a concurrent writer
+// added meanwhile fails it with a unique violation, and the upsert runs instead.
+func (s *Staging) insert(ctx context.Context, tx pgx.Tx, keys []int64) error {
+	var ids []int64
+	var los, his []time.Time
+	for i, st := range s.tally.slots {
+		if st.n > 0 {
+			ids, los, his = append(ids, keys[i]), append(los, time.UnixMilli(st.from).UTC()), append(his, time.UnixMilli(st.to).UTC())
+		}
+	}
+	var stored int
+	if err := tx.QueryRow(ctx, storedInSpansSQL, ids, los, his).Scan(&stored); err != nil {
+		return fmt.Errorf("look for stored values: %w", err)
+	}
+	if stored == 0 && s.tally.oneWay() {
+		err := sendBatch(ctx, tx, []*pgx.QueuedQuery{{SQL: "SAVEPOINT fast_import"},
+			{SQL: s.insertSQL(len(keys), false), Arguments: []any{keys}}})
+		var pe *pgconn.PgError
+		if !errors.As(err, &pe) || pe.Code != "23505" {
+			return wrapErr("write values", err)
+		}
+		if _, err := tx.Exec(ctx, "ROLLBACK TO SAVEPOINT fast_import"); err != nil {
+			return fmt.Errorf("write values: %w", err)
+		}
+	}
+	if _, err := tx.Exec(ctx, s.insertSQL(len(keys), true), keys); err != nil {
+		return fmt.Errorf("write values: %w", err)
+	}
+	return nil
+}
+
+// wrapErr wraps err (nil: nil) with what failed.
+func wrapErr(what string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+// insertSQL is the one statement that writes the staged rows: an upsert, or a plain
+// INSERT (see insert). Rows of a slot whose timestamps ran one way cannot share one;
+// otherwise the last line of each (slot, ts) is kept (ON CONFLICT may not meet one row
+// twice).
+func (s *Staging) insertSQL(slots int, upsert bool) string {
 	key, from := `($1::bigint[])[1]`, s.table+` s`
 	if slots > 1 {
 		key, from = `k.id`, s.table+` s JOIN `+keysFrom+` ON k.slot = s.slot + 1`
@@ -148,10 +196,14 @@ func (s *Staging) insertSQL(slots int) string {
 		sel = `SELECT DISTINCT ON (s.slot, s.ts) ` + key + `, s.ts, s.value, s.context FROM ` + from +
 			` ORDER BY s.slot, s.ts, s.line DESC`
 	}
-	return `INSERT INTO "values" (variable_id, ts, value, context)
-` + sel + `
+	stmt := `INSERT INTO "values" (variable_id, ts, value, context)
+` + sel
+	if upsert {
+		stmt += `
 ON CONFLICT (variable_id, ts) DO UPDATE
 SET value = EXCLUDED.value, context = EXCLUDED.context, created_at = now()`
+	}
+	return stmt
 }
 
 // lockAndUnpack takes the targets' rows in the writers' lock order (devices, then
