@@ -96,6 +96,9 @@ func (u importUpload) run(ctx context.Context, out io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("import: %w", err)
 	}
+	if !u.gzip || strings.HasSuffix(strings.ToLower(u.file), ".gz") { // sent as it is: its size is known
+		req.ContentLength = info.Size()
+	}
 	req.Header.Set("X-Auth-Token", u.token)
 	req.Header.Set("Content-Type", u.mediaType())
 	if gzipped {
