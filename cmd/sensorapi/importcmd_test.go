@@ -44,6 +44,10 @@ func TestImportCommand(t *testing.T) {
 		t.Fatalf("values: %d %.300s", r.Status, r.Body)
 	}
 
+	if out, errOut, err := run("--device", "cli", "--var", "z", "--gzip", csvFile); err != nil || strings.TrimSpace(out) != `{"rows":1000,"variables":1}` {
+		t.Fatalf("--gzip: %v\nstdout %s\nstderr %s", err, out, errOut)
+	}
+
 	var nd bytes.Buffer
 	z := gzip.NewWriter(&nd)
 	for i := range 10 {
