@@ -14,7 +14,7 @@ export GOFLAGS ?= -trimpath
 GO ?= go
 BIN := bin/sensorapi
 
-.PHONY: run reset build test test-race test-ha test-tools console-deps prepare vet lint lint-openapi bench bench-tiers bench-sql bench-storage bench-fleet bench-mqtt fuzz fuzz-short loadtest image clean
+.PHONY: run reset build test test-race test-ha test-tools console-deps prepare vet lint lint-openapi bench bench-tiers bench-sql bench-import bench-storage bench-fleet bench-mqtt fuzz fuzz-short loadtest image clean
 
 ## run: build and serve on :8080 (starts TimescaleDB itself without DATABASE_URL: the
 ## container $(DATA_VOLUME), stopped on exit and started again next time, with its data
@@ -126,6 +126,11 @@ bench-storage: prepare
 ## next to one transaction per message over plain pgx connections (the floor)
 bench-fleet: prepare
 	$(GO) run ./cmd/sensorbench -only fleet
+
+## bench-import: the history import of 10 M rows of one variable (CSV over HTTP) next to
+## COPY + one INSERT … ON CONFLICT into a plain hypertable, and the server's peak RSS
+bench-import: prepare
+	$(GO) run ./cmd/sensorbench -only import
 
 ## bench-mqtt: the same fleet over MQTT (64 paho connections, QoS 1), next to the same
 ## floor, and the server's memory with 1,000 idle connections

@@ -19,6 +19,7 @@ Usage:
   sensorapi account create NAME            create an account; prints its token
   sensorapi token create|list|revoke       account, read-only and device tokens (see token --help)
   sensorapi load [flags]                   write a reproducible data set (see load --help)
+  sensorapi import [flags] FILE            upload a CSV or NDJSON history file to a server (see import --help)
   sensorapi compile --endpoint E < req.json  print the SQL an analytics request runs
   sensorapi compile --synthetic 'EXPR'     print the SQL that computes a synthetic variable (API.md §17)
   sensorapi synthetic check                compare every synthetic variable with a recomputation (exit 1 if one differs)
@@ -32,6 +33,7 @@ Usage:
 Every subcommand takes --help. Configuration is read from the environment:
   DATABASE_URL, SENSORAPI_ADDR (:8080), SENSORAPI_ADMIN_TOKEN, SENSORAPI_PUBLIC_URL,
   SENSORAPI_LOG_LEVEL (info), SENSORAPI_MAX_BODY_BYTES (16777216), SENSORAPI_QUERY_TIMEOUT (30s),
+  SENSORAPI_IMPORT_MAX_BYTES (1GiB),
   SENSORAPI_MQTT_ADDR (:1883), SENSORAPI_MQTT_TLS_ADDR/_CERT/_KEY, DATABASE_REPLICA_URL,
   SENSORAPI_REPLICA_MAX_LAG (1s), SENSORAPI_RETENTION_RAW and SENSORAPI_RETENTION_ROLLUPS
   (90d, 36h, 2w; default: keep forever), SENSORAPI_INGEST_* and SENSORAPI_CACHE_* (docs/operations.md)
@@ -50,6 +52,7 @@ var commands = map[string]command{
 	"account":     accountCmd,
 	"token":       tokenCmd,
 	"load":        loadCmd,
+	"import":      importCmd,
 	"compile":     compileCmd,
 	"rollups":     rollupsCmd,
 	"retention":   retentionCmd,

@@ -23,7 +23,8 @@ func main() {
 	year := flag.Int("series-points", 10_512_000, "points of the analytics series (a year at 3 s)")
 	fleet := flag.Duration("fleet-duration", 20*time.Second, "how long each side of the fleet and collections benchmarks runs")
 	tiersScale := flag.Float64("tiers-scale", 1, "fraction of the tiers and sql workloads' week and year to load (for a quick trial)")
-	only := flag.String("only", "", "run one workload: ingest (with collections), collections, fleet, mqtt, analytics, storage, tiers or sql (default: all)")
+	only := flag.String("only", "", "run one workload: ingest (with collections), collections, fleet, mqtt, analytics, storage, tiers, sql or import (default: all)")
+	flag.IntVar(&importRows, "import-rows", 10_000_000, "rows of the history import benchmark (one variable)")
 	flag.IntVar(&fleetEvents, "fleet-events", fleetEventsDefault(),
 		"active events over the fleet's variables during the fleet benchmark (SENSORAPI_BENCH_FLEET_EVENTS; 0: none)")
 	flag.BoolVar(&fleetSynthetic, "fleet-synthetic", fleetSyntheticDefault(),
@@ -80,6 +81,11 @@ func run(ctx context.Context, only string, ingestDots, seriesPoints int, fleet t
 			return err
 		}
 	}
+	if only == "" || only == "import" {
+		if err := benchImport(ctx, h, importRows); err != nil {
+			return err
+		}
+	}
 	if only == "" || only == "tiers" {
 		if err := benchTiers(ctx, h, tiersScale); err != nil {
 			return err
@@ -90,6 +96,9 @@ func run(ctx context.Context, only string, ingestDots, seriesPoints int, fleet t
 	}
 	return nil
 }
+
+// importRows is -import-rows.
+var importRows int
 
 // benchAnalytics loads the year-long series and measures statistics and resample.
 func benchAnalytics(ctx context.Context, h *benchharness.Harness, seriesPoints int) error {

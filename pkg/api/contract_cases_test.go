@@ -90,6 +90,7 @@ func contractCases(f contractFixture) []contractCase {
 	user := map[string]string{"key": "~" + f.user}
 	acme := map[string]string{"key": "~acme"}
 	event := map[string]string{"event": "~hot"}
+	csvType, ndjsonType := []string{"Content-Type", "text/csv"}, []string{"Content-Type", "application/x-ndjson"}
 	stat := map[string]string{"id": f.varID, "agg": "mean", "start": "0", "end": "9999999999999"}
 	condition := map[string]any{"variable": "own.t", "operator": ">", "value": 80}
 	actions := []any{map[string]any{"type": "mqtt", "topic": "/v1.6/devices/own/alarm", "payload": "1"}}
@@ -173,6 +174,13 @@ func contractCases(f contractFixture) []contractCase {
 		{op: "getStatistic", params: stat, want: 200, missing: map[string]string{"id": noID}},
 		{op: "postCollection", body: []any{map[string]any{"variable": f.varID, "value": 7, "timestamp": 7000}}, want: 201},
 		{op: "postCollection", body: []any{map[string]any{"variable": f.offVarID, "value": 1}}, want: 423},
+		{op: "importVariableValues", params: id, body: "timestamp,value\n8000,8\n", header: csvType, want: 200,
+			missing: map[string]string{"id": noID}},
+		{op: "importVariableValues", params: map[string]string{"id": f.offVarID}, body: "value\n1\n", header: csvType, want: 423},
+		{op: "importDeviceVariableValues", params: v16, body: `{"timestamp": 9000, "value": 9}` + "\n", header: ndjsonType, want: 200},
+		{op: "importDeviceVariableValues", params: v16Off, body: "value\n1\n", header: csvType, want: 423},
+		{op: "importCollection", body: "device,variable,timestamp,value\nown,t,10000,10\n", header: csvType, want: 200},
+		{op: "importCollection", body: "device,variable,value\noff,t,1\n", header: csvType, want: 423},
 		{op: "deleteValues", params: map[string]string{"id": f.varID, "start": "0", "end": "1500"}, want: 204,
 			missing: map[string]string{"id": noID}},
 		{op: "deleteValues", params: map[string]string{"id": f.varID, "start": "1500", "end": "0"}, want: 400},

@@ -93,7 +93,8 @@ type contractCase struct {
 	op       string            // operationId
 	params   map[string]string // path parameters
 	query    string
-	body     any // nil: none; a string is sent as it is
+	body     any      // nil: none; a string is sent as it is
+	header   []string // e.g. another Content-Type than JSON's
 	want     int
 	missing  map[string]string // parameters naming nothing: 404 (nil: no such case)
 	upstream string            // "limited": the rate-limited server
@@ -117,7 +118,7 @@ type exchange struct {
 // a variation of the request causes, then the request itself.
 func expand(c contractCase, o docOp, fullToken, otherDeviceToken string) []exchange {
 	base := exchange{name: c.op, op: &o, method: o.method, path: o.url(c.params, c.query), token: fullToken,
-		body: c.body, want: c.want, upstream: c.upstream}
+		body: c.body, header: c.header, want: c.want, upstream: c.upstream}
 	if c.want < 200 || c.want > 299 || c.upstream != "" {
 		return []exchange{base} // the rate-limited server counts every request
 	}
@@ -186,7 +187,7 @@ type contractRun struct {
 
 func newContractRun(t *testing.T, ops map[string]docOp, viaPrism bool) *contractRun {
 	cfg := env.Config()
-	cfg.MaxBodyBytes = contractBodyLimit
+	cfg.MaxBodyBytes, cfg.ImportMaxBytes = contractBodyLimit, contractBodyLimit
 	main := env.ClientWith(t, cfg)
 	cfg.RateLimit, cfg.RateBurst = 1e-6, 1 // one request, then 429 for days
 	limited := env.ClientWith(t, cfg)

@@ -68,12 +68,17 @@ func (s *Server) observe(c *gin.Context) {
 
 // limitBody refuses bodies over the configured limit before reading them when the
 // length is declared, and caps the reader otherwise.
+// A history import's routes have their own limit (SENSORAPI_IMPORT_MAX_BYTES).
 func (s *Server) limitBody(c *gin.Context) {
-	if c.Request.ContentLength > s.Config.MaxBodyBytes {
+	limit := s.Config.MaxBodyBytes
+	if isImport(c.FullPath()) {
+		limit = s.Config.ImportMaxBytes
+	}
+	if c.Request.ContentLength > limit {
 		s.writeError(c, apierr.TooLarge)
 		return
 	}
-	c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, s.Config.MaxBodyBytes)
+	c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, limit)
 	c.Next()
 }
 

@@ -7,6 +7,7 @@ import "github.com/gin-gonic/gin"
 func (s *Server) routes(v2, v16 *gin.RouterGroup) {
 	s.accountRoutes(v2)
 	s.valueRoutes(v16)
+	s.importRoutes(v16)
 	s.userRoutes(v2)
 	s.deviceRoutes(v2)
 	s.tokenRoutes(v2)

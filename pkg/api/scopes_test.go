@@ -83,6 +83,8 @@ var deviceRoutes = map[operation]bool{
 	{"POST", "/api/v1.6/variables/{id}/values"}:                        true,
 	{"GET", "/api/v1.6/variables/{id}/values"}:                         true,
 	{"GET", "/api/v1.6/variables/{id}/statistics/{agg}/{start}/{end}"}: true,
+	{"POST", "/api/v1.6/devices/{device}/{variable}/values/import"}:    true,
+	{"POST", "/api/v1.6/variables/{id}/values/import"}:                 true,
 }
 
 // analytics are the POSTs a read token may use: they only read.

@@ -33,6 +33,7 @@ var renderings = map[fault.Kind]rendering{
 	fault.KindQueryTimeout:    {http.StatusServiceUnavailable, 503002, "Query timed out.", "5"},
 	fault.KindQueueFull:       {http.StatusServiceUnavailable, 503003, "Service unavailable.", "1"},
 	fault.KindStorageFull:     {http.StatusInsufficientStorage, 507001, "Storage budget exhausted.", ""},
+	fault.KindTooLarge:        {http.StatusRequestEntityTooLarge, 413001, "Request body too large.", ""},
 }
 
 // Error is an HTTP error answer: its status, body and headers.

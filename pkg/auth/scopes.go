@@ -122,6 +122,10 @@ var routes = map[string]rule{
 	"GET /api/v1.6/variables/:id/statistics/:agg/:start/:end": {read: true, device: ownVariableKey},
 	"DELETE /api/v1.6/variables/:id/values/:start/:end":       {},
 	"POST /api/v1.6/collections/values":                       {},
+	// history import (API.md §21): as posting to the same target
+	"POST /api/v1.6/devices/:device/:variable/values/import": {device: ownLabel},
+	"POST /api/v1.6/variables/:id/values/import":             {device: ownVariableKey},
+	"POST /api/v1.6/collections/values/import":               {},
 }
 
 // Route decides whether a token may use a route (method and Gin pattern); param reads

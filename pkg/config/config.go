@@ -12,17 +12,20 @@ import (
 
 // Config is everything `sensorapi serve` can be told.
 type Config struct {
-	DatabaseURL  string        // DATABASE_URL; empty: start a TimescaleDB container
-	Addr         string        // SENSORAPI_ADDR
-	PprofAddr    string        // SENSORAPI_PPROF_ADDR: Go's profiler, off when empty
-	DataVolume   string        // SENSORAPI_DATA_VOLUME: make run's database volume and container
-	AdminToken   string        // SENSORAPI_ADMIN_TOKEN
-	PublicURL    string        // SENSORAPI_PUBLIC_URL; empty: from each request
-	LogLevel     slog.Level    // SENSORAPI_LOG_LEVEL
-	MaxBodyBytes int64         // SENSORAPI_MAX_BODY_BYTES
-	QueryTimeout time.Duration // SENSORAPI_QUERY_TIMEOUT
-	RateLimit    float64       // SENSORAPI_RATE_LIMIT: requests/s per token; 0 = off
-	RateBurst    int           // SENSORAPI_RATE_BURST
+	DatabaseURL  string     // DATABASE_URL; empty: start a TimescaleDB container
+	Addr         string     // SENSORAPI_ADDR
+	PprofAddr    string     // SENSORAPI_PPROF_ADDR: Go's profiler, off when empty
+	DataVolume   string     // SENSORAPI_DATA_VOLUME: make run's database volume and container
+	AdminToken   string     // SENSORAPI_ADMIN_TOKEN
+	PublicURL    string     // SENSORAPI_PUBLIC_URL; empty: from each request
+	LogLevel     slog.Level // SENSORAPI_LOG_LEVEL
+	MaxBodyBytes int64      // SENSORAPI_MAX_BODY_BYTES
+	// ImportMaxBytes (SENSORAPI_IMPORT_MAX_BYTES, a size such as 1GiB) bounds a history
+	// import's body, as sent and, when gzipped, decompressed (API.md §21).
+	ImportMaxBytes int64
+	QueryTimeout   time.Duration // SENSORAPI_QUERY_TIMEOUT
+	RateLimit      float64       // SENSORAPI_RATE_LIMIT: requests/s per token; 0 = off
+	RateBurst      int           // SENSORAPI_RATE_BURST
 
 	Ingest Ingest
 	// CacheTTL bounds how long a token, device or variable lookup is reused even when
@@ -84,16 +87,17 @@ type Ingest struct {
 // Defaults is the configuration with nothing set.
 func Defaults() Config {
 	return Config{
-		Addr:          ":8080",
-		DataVolume:    "sensorapi-data",
-		MaxBodyBytes:  16 << 20,
-		QueryTimeout:  30 * time.Second,
-		Ingest:        Ingest{BatchDots: 2000, QueueDots: 100_000, QueueWait: 2 * time.Second, Committers: 2},
-		CacheTTL:      30 * time.Second,
-		CacheSize:     100_000,
-		LogLevel:      slog.LevelInfo,
-		MQTT:          MQTT{Addr: ":1883"},
-		ReplicaMaxLag: time.Second,
+		Addr:           ":8080",
+		DataVolume:     "sensorapi-data",
+		MaxBodyBytes:   16 << 20,
+		ImportMaxBytes: 1 << 30,
+		QueryTimeout:   30 * time.Second,
+		Ingest:         Ingest{BatchDots: 2000, QueueDots: 100_000, QueueWait: 2 * time.Second, Committers: 2},
+		CacheTTL:       30 * time.Second,
+		CacheSize:      100_000,
+		LogLevel:       slog.LevelInfo,
+		MQTT:           MQTT{Addr: ":1883"},
+		ReplicaMaxLag:  time.Second,
 	}
 }
 
@@ -156,7 +160,8 @@ func FromEnv() (Config, error) {
 	for _, p := range []struct {
 		name string
 		dst  *int64
-	}{{"SENSORAPI_WRITE_STOP_SIZE", &c.WriteStopSize}, {"SENSORAPI_RETENTION_SIZE", &c.Retention.Size}} {
+	}{{"SENSORAPI_WRITE_STOP_SIZE", &c.WriteStopSize}, {"SENSORAPI_RETENTION_SIZE", &c.Retention.Size},
+		{"SENSORAPI_IMPORT_MAX_BYTES", &c.ImportMaxBytes}} {
 		if v := strings.TrimSpace(os.Getenv(p.name)); v != "" {
 			n, err := ParseSize(v)
 			if err != nil {

@@ -27,6 +27,7 @@ const (
 	KindQueryTimeout                // a statement ran past its timeout: retry
 	KindQueueFull                   // the ingestion queue stayed full: retry soon
 	KindStorageFull                 // the database is past its size budget: writes wait for room
+	KindTooLarge                    // a body past its limit (a history import's, decompressed)
 	numKinds
 )
 
@@ -41,6 +42,7 @@ var kindNames = [numKinds]string{
 	KindQueryTimeout:    "query timed out",
 	KindQueueFull:       "ingestion queue full",
 	KindStorageFull:     "storage budget exhausted",
+	KindTooLarge:        "too large",
 }
 
 // Kinds lists every kind, for the renderers' tests that each has its entry.
@@ -118,6 +120,8 @@ var (
 	QueueFull = New(KindQueueFull, "The ingestion queue is full; retry later.")
 	// StorageBudget: the database is past SENSORAPI_WRITE_STOP_SIZE (API.md §16).
 	StorageBudget = New(KindStorageFull, nil)
+	// TooLarge: a body past its configured limit.
+	TooLarge = New(KindTooLarge, nil)
 	// Unauthenticated: an unknown or revoked credential.
 	Unauthenticated = New(KindUnauthenticated, "Incorrect authentication credentials.")
 	// Forbidden: the credential's scope does not cover the request.

@@ -221,9 +221,7 @@ func (p *Pipeline) checkHorizon(ctx context.Context, dots []Dot) error {
 	ms := h.UnixMilli()
 	for _, d := range dots {
 		if d.TS < ms {
-			return fault.Invalid("timestamp", fmt.Sprintf(
-				"Values older than the raw horizon (%d) are no longer kept raw (retention); write timestamps from %d on.",
-				ms, ms))
+			return fault.Invalid("timestamp", MsgHorizon(ms))
 		}
 	}
 	return nil

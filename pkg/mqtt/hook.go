@@ -266,6 +266,7 @@ var rejections = map[fault.Kind]rejection{
 	fault.KindUnavailable:     {"unavailable", packets.ErrServerUnavailable},
 	fault.KindQueryTimeout:    {"unavailable", packets.ErrServerUnavailable},
 	fault.KindQueueFull:       {"unavailable", packets.ErrServerUnavailable},
+	fault.KindTooLarge:        {"payload", packets.ErrPacketTooLarge},
 }
 
 // classify names why a publish failed (the metric label) and its MQTT 5 reason code.

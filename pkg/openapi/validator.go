@@ -44,9 +44,10 @@ type Exchange struct {
 	OffContract bool
 }
 
-// The console's files are text the document describes as strings.
+// The console's files are text the document describes as strings, and so are a
+// history import's bodies (CSV or NDJSON, gzipped or not: read as they are sent).
 func init() {
-	for _, ct := range []string{"text/html", "text/javascript", "text/css"} {
+	for _, ct := range []string{"text/html", "text/javascript", "text/css", "text/csv", "application/x-ndjson"} {
 		openapi3filter.RegisterBodyDecoder(ct, openapi3filter.FileBodyDecoder)
 	}
 }

@@ -66,3 +66,22 @@ func waitFor(t *testing.T, cond func() bool) {
 		}
 	}
 }
+
+// TestMeter: the status names the share, items, rate and time left of a transfer, and
+// the bar fills in proportion.
+func TestMeter(t *testing.T) {
+	m := NewMeter(1000)
+	m.start = time.Unix(0, 0)
+	m.Add(250, 5000)
+	if got, want := m.status("rows", time.Unix(10, 0)), " 25%, 5000 rows, 500 rows/s, ETA 30s"; got != want {
+		t.Fatalf("status %q, want %q", got, want)
+	}
+	var out strings.Builder
+	m.Draw(&out, "rows")
+	if !strings.HasPrefix(out.String(), "\r["+strings.Repeat("=", 7)+strings.Repeat(" ", 23)+"]  25%") {
+		t.Fatalf("bar %q", out.String())
+	}
+	if got := NewMeter(0).status("rows", time.Now()); !strings.HasPrefix(got, "0 rows, ") {
+		t.Fatalf("unknown size: %q", got)
+	}
+}

@@ -2,7 +2,8 @@
 // (docs/storage.md). It holds
 //
 //   - rows of "values" and their writes: the batch upsert with lastValue/lastActivity
-//     (write.go), range deletes, the range replace of computed values (replace.go);
+//     (write.go), range deletes, the range replace of computed values (replace.go), a
+//     history import's rows through a staging table (staged.go, tally.go);
 //   - packed days in values_packed: packing, the packer loop, unpacking before a write
 //     (packed.go, pack.go);
 //   - the rollup tiles of every tier: kept by each write, rebuilt, retiled, caught up

@@ -233,11 +233,17 @@ func tileSource(i int, cond string) string {
 // tier below it (the finest: from "values"), removing those that hold no value any
 // more. The listed tiles may repeat; each is one index range scan of its source.
 func recomputeTilesSQL(i int) string {
+	return recomputeTilesFrom(i, `unnest($1::bigint[], $2::timestamptz[])`)
+}
+
+// recomputeTilesFrom is recomputeTilesSQL of the (variable, tile) pairs that the FROM
+// item wanted yields (a history import's: from its staging table).
+func recomputeTilesFrom(i int, wanted string) string {
 	t := tiers.All[i]
 	cond := `src.variable_id = w.variable_id AND ` + sourceTime(i) + ` >= w.tile AND ` + sourceTime(i) +
 		` < w.tile + INTERVAL '` + interval(t) + `'`
 	return `WITH wanted AS (
-    SELECT DISTINCT w.* FROM unnest($1::bigint[], $2::timestamptz[]) AS w(variable_id, tile)` +
+    SELECT DISTINCT w.* FROM ` + wanted + ` AS w(variable_id, tile)` +
 		beforeMark(i, "w.variable_id", "w.tile") + `
 ), fresh (` + tileColumns + `) AS (
     SELECT f.* FROM wanted w CROSS JOIN LATERAL (
