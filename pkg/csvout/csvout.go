@@ -5,7 +5,9 @@
 package csvout
 
 import (
+	"bytes"
 	"encoding/csv"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -28,6 +30,7 @@ type Writer struct {
 	csv  *csv.Writer
 	zone *time.Location // nil: times as epoch milliseconds
 	rec  []string
+	buf  bytes.Buffer // a context made compact
 }
 
 // NewWriter writes to w, times as epoch milliseconds when zone is nil, else as ISO 8601
@@ -40,11 +43,15 @@ func NewWriter(w io.Writer, zone *time.Location) *Writer {
 func (w *Writer) Header(columns ...string) error { return w.write(columns) }
 
 // Dot writes a value of a value list: timestamp,value,context,created_at; context is
-// JSON text, {} when nil.
+// JSON text, compact as in the JSON lists, {} when nil.
 func (w *Writer) Dot(ts int64, value float64, context []byte, createdAt int64) error {
 	ctx := "{}"
 	if context != nil {
-		ctx = string(context)
+		w.buf.Reset()
+		if err := json.Compact(&w.buf, context); err != nil {
+			return fmt.Errorf("csv: context: %w", err)
+		}
+		ctx = w.buf.String()
 	}
 	return w.write(append(w.rec[:0], w.Time(ts), Number(value), ctx, w.Time(createdAt)))
 }
