@@ -266,3 +266,116 @@ func TestCSVExportErrorsAreJSON(t *testing.T) {
 		t.Errorf("E8 format=tsv: %d %s", r.Status, r.Body)
 	}
 }
+
+// cell checks a CSV cell against a JSON answer's value: the same double bit for bit, or
+// an empty cell for null.
+func cell(t *testing.T, what, got string, want any) {
+	t.Helper()
+	if want == nil {
+		if got != "" {
+			t.Errorf("%s: %q, want an empty cell (null)", what, got)
+		}
+		return
+	}
+	v, err := strconv.ParseFloat(got, 64)
+	if err != nil || math.Float64bits(v) != math.Float64bits(want.(float64)) {
+		t.Errorf("%s: %q, JSON %v", what, got, want)
+	}
+}
+
+// msCell checks a CSV time (ms, or ISO 8601 when iso) against a JSON answer's ms.
+func msCell(t *testing.T, what, got string, want any, iso bool) {
+	t.Helper()
+	ms, err := strconv.ParseInt(got, 10, 64)
+	if iso {
+		var at time.Time
+		at, err = time.Parse(time.RFC3339Nano, got)
+		ms = at.UnixMilli()
+	}
+	if err != nil || float64(ms) != want.(float64) {
+		t.Errorf("%s: %q, JSON %v (%v)", what, got, want, err)
+	}
+}
+
+// TestResampleAndAggregationCSV: E8 and E9 as CSV say what their JSON answers say:
+// E8 joined as timestamp,<id1>,<id2> (empty cells where JSON has null), E8 and E9
+// otherwise as variable,timestamp,value in request order, newest first; an E9 join has
+// an empty variable cell; ISO times carry Berlin's offset on each side of the change
+// back to winter time.
+func TestResampleAndAggregationCSV(t *testing.T) {
+	c, _ := freshClient(t)
+	from := time.Date(2026, 10, 24, 22, 0, 0, 0, time.UTC).UnixMilli() // Berlin leaves +02:00 at 01:00 UTC
+	var a, b [][2]float64
+	for i := range 18 {
+		ts := float64(from + int64(i)*20*60_000)
+		a = append(a, [2]float64{ts, float64(i)*0.1 + 0.2})
+		if i < 4 || i > 12 { // gaps: null buckets inside b's series and in the join
+			b = append(b, [2]float64{ts, -float64(i) / 3})
+		}
+	}
+	postDots(t, c, "rs", "a", a...)
+	postDots(t, c, "rs", "b", b...)
+	ids := []string{variableIDIn(t, c, "rs", "a"), variableIDIn(t, c, "rs", "b")}
+	e8 := map[string]any{"variables": ids, "aggregation": "mean", "period": "1H", "tz": "Europe/Berlin", "start": from, "end": from + 6*3600_000}
+	e9 := map[string]any{"variables": ids, "aggregation": "max", "start": from, "end": from + 6*3600_000}
+	answer := func(path string, body map[string]any, join bool) []any {
+		body["join_dataframes"] = join
+		return expectStatus(t, c.Post(path, body), 200)["results"].([]any)
+	}
+	csvOf := func(path, name string, body map[string]any, query string) [][]string {
+		return parseCSV(t, c.Post(path+"?format=csv"+query, body), name)
+	}
+	const resample, aggregation = "/api/v1.6/data/stats/resample/", "/api/v1.6/data/stats/aggregation/"
+
+	for _, iso := range []bool{false, true} {
+		query := map[bool]string{false: "", true: "&timestamp_format=iso"}[iso]
+		joined := answer(resample, e8, true)
+		rows := csvOf(resample, "resample.csv", e8, query)
+		if !reflect.DeepEqual(rows[0], append([]string{"timestamp"}, ids...)) || len(rows) != len(joined)+1 {
+			t.Fatalf("E8 joined: header %v, %d rows for %d", rows[0], len(rows)-1, len(joined))
+		}
+		offsets := map[string]bool{}
+		for k, j := range joined {
+			row, want := rows[k+1], j.([]any)
+			msCell(t, "E8 joined time", row[0], want[0], iso)
+			cell(t, "E8 joined "+ids[0], row[1], want[1])
+			cell(t, "E8 joined "+ids[1], row[2], want[2])
+			offsets[row[0][max(0, len(row[0])-6):]] = true
+		}
+		if iso && (!offsets["+02:00"] || !offsets["+01:00"]) {
+			t.Errorf("E8 ISO times do not change offset at the end of summer time: %v", offsets)
+		}
+		checkLong(t, "E8", answer(resample, e8, false), csvOf(resample, "resample.csv", e8, query), ids, iso)
+		checkLong(t, "E9", answer(aggregation, e9, false), csvOf(aggregation, "aggregation.csv", e9, query), ids, iso)
+	}
+	all := answer(aggregation, e9, true)
+	rows := csvOf(aggregation, "aggregation.csv", e9, "")
+	if len(all) != 1 || len(rows) != 2 || rows[1][0] != "" {
+		t.Fatalf("E9 joined: %v, CSV %v", all, rows)
+	}
+	msCell(t, "E9 joined time", rows[1][1], all[0].([]any)[0], false)
+	cell(t, "E9 joined value", rows[1][2], all[0].([]any)[1])
+}
+
+// checkLong compares a CSV in long format with a separate-series JSON answer.
+func checkLong(t *testing.T, what string, series []any, rows [][]string, ids []string, iso bool) {
+	t.Helper()
+	if !reflect.DeepEqual(rows[0], []string{"variable", "timestamp", "value"}) {
+		t.Fatalf("%s header %v", what, rows[0])
+	}
+	k := 1
+	for i, s := range series {
+		for _, p := range s.([]any) {
+			pair := p.([]any)
+			if k >= len(rows) || rows[k][0] != ids[i] {
+				t.Fatalf("%s row %d: %v, want variable %s", what, k, rows[min(k, len(rows)-1)], ids[i])
+			}
+			msCell(t, what+" time", rows[k][1], pair[0], iso)
+			cell(t, what+" value", rows[k][2], pair[1])
+			k++
+		}
+	}
+	if k != len(rows) || k < 3 {
+		t.Errorf("%s: %d CSV rows, %d in JSON", what, len(rows)-1, k-1)
+	}
+}
