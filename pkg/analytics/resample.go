@@ -190,21 +190,25 @@ func readZone(o *validate.Object) string {
 	if !ok {
 		return ""
 	}
-	if _, err := LoadZone(s); err != nil {
-		o.Fail("tz", err.Error())
+	if _, ok := LoadZone(s); !ok {
+		o.Fail("tz", ZoneMessage(s))
 		return ""
 	}
 	return s
 }
 
-// LoadZone loads an exact IANA zone name (API.md §8's rules for tz); the error is the
-// message for the field.
-func LoadZone(s string) (*time.Location, error) {
+// LoadZone loads an exact IANA zone name (API.md §8's rules for tz).
+func LoadZone(s string) (*time.Location, bool) {
 	loc, err := time.LoadLocation(s)
 	if err != nil || notZones[s] || strings.HasPrefix(s, "posix/") || strings.HasPrefix(s, "right/") {
-		return nil, fmt.Errorf("\"%s\" is not a valid time zone name of the IANA database (e.g. \"America/New_York\", \"UTC\").", s)
+		return nil, false
 	}
-	return loc, nil
+	return loc, true
+}
+
+// ZoneMessage is the message on tz for a name LoadZone refuses.
+func ZoneMessage(s string) string {
+	return fmt.Sprintf("\"%s\" is not a valid time zone name of the IANA database (e.g. \"America/New_York\", \"UTC\").", s)
 }
 
 func readRange(o *validate.Object) (start, end *time.Time) {
@@ -254,7 +258,7 @@ type JoinedRow struct {
 type Table struct {
 	IDs    []string
 	Series [][]Point
-	Wide   bool        // E8 with join_dataframes: Joined holds the answer
+	Wide   bool // E8 with join_dataframes: Joined holds the answer
 	Joined []JoinedRow
 	// AllTogether: an E9 join, one aggregate over all the variables (Series[0]).
 	AllTogether bool

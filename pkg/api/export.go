@@ -52,9 +52,9 @@ func (f *csvFormat) zone(tz string) (*time.Location, error) {
 	if tz == "" {
 		return time.UTC, nil
 	}
-	loc, err := analytics.LoadZone(tz)
-	if err != nil {
-		return nil, fault.Invalid("tz", err.Error())
+	loc, ok := analytics.LoadZone(tz)
+	if !ok {
+		return nil, fault.Invalid("tz", analytics.ZoneMessage(tz))
 	}
 	return loc, nil
 }

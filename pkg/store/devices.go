@@ -178,7 +178,7 @@ func InsertDevices(ctx context.Context, db bun.IDB, ds []*model.Device) ([]int, 
 // GetDevicesByID reads the account's Devices with these internal ids, in that order.
 func GetDevicesByID(ctx context.Context, db bun.IDB, accountID int64, ids []int64) ([]*model.Device, error) {
 	var found []*model.Device
-	if err := selectDevices(db, accountID, &found).Where("d.id IN (?)", bun.In(ids)).Scan(ctx); err != nil {
+	if err := selectDevices(db, accountID, &found).Where("d.id IN (?)", bun.List(ids)).Scan(ctx); err != nil {
 		return nil, fmt.Errorf("get devices: %w", err)
 	}
 	byID := make(map[int64]*model.Device, len(found))
