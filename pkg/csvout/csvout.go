@@ -5,6 +5,7 @@
 package csvout
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
@@ -33,10 +34,15 @@ type Writer struct {
 	buf  bytes.Buffer // a context made compact
 }
 
+// bufferSize is what the writer holds before it writes to w: large writes, few system
+// calls and HTTP chunks (encoding/csv's own buffer is 4 KiB, net/http's 2 KiB).
+const bufferSize = 64 << 10
+
 // NewWriter writes to w, times as epoch milliseconds when zone is nil, else as ISO 8601
 // with the offset of zone at each time.
 func NewWriter(w io.Writer, zone *time.Location) *Writer {
-	return &Writer{csv: csv.NewWriter(w), zone: zone}
+	// csv.NewWriter keeps a *bufio.Writer of at least 4 KiB as its buffer
+	return &Writer{csv: csv.NewWriter(bufio.NewWriterSize(w, bufferSize)), zone: zone}
 }
 
 // Header writes the header row.
