@@ -14,7 +14,7 @@ export GOFLAGS ?= -trimpath
 GO ?= go
 BIN := bin/sensorapi
 
-.PHONY: run reset build test test-race test-ha test-tools console-deps prepare vet lint lint-openapi bench bench-tiers bench-sql bench-import bench-storage bench-fleet bench-mqtt fuzz fuzz-short loadtest image clean
+.PHONY: run reset build test test-race test-ha test-tools console-deps prepare vet lint lint-openapi bench bench-tiers bench-sql bench-import bench-csv bench-storage bench-fleet bench-mqtt fuzz fuzz-short loadtest image clean
 
 ## run: build and serve on :8080 (starts TimescaleDB itself without DATABASE_URL: the
 ## container $(DATA_VOLUME), stopped on exit and started again next time, with its data
@@ -99,8 +99,8 @@ test-ha:
 	$(GO) run ./testcontainers/prepare -ha
 	SENSORAPI_TEST_HA=1 SENSORAPI_FAILOVERS=$(FAILOVERS) $(GO) test -count=1 -timeout 20m -v -run '^TestFailover$$' ./pkg/store
 
-## bench: ingestion, statistics and resample through the real server, next to their floors,
-## and the tiers workload (bench-tiers)
+## bench: ingestion, statistics, resample and the CSV export through the real server, next
+## to their floors, and the tiers workload (bench-tiers)
 bench: prepare
 	$(GO) run ./cmd/sensorbench
 
@@ -121,6 +121,13 @@ bench-sql: prepare
 bench-storage: prepare
 	$(GO) run ./cmd/sensorbench -only storage
 	$(GO) run ./cmd/sensorbench -only tiers
+
+## bench-csv: issue 43's CSV export of every value of one variable (CSV_POINTS, default
+## 10 M) through HTTP, next to psql's \copy of the same rows inside the database container,
+## and the server's memory growth meanwhile (make bench runs it on the analytics series)
+CSV_POINTS ?= 10000000
+bench-csv: prepare
+	$(GO) run ./cmd/sensorbench -only csv -csv-points $(CSV_POINTS)
 
 ## bench-fleet: thousands of devices sending one small message each, through HTTP,
 ## next to one transaction per message over plain pgx connections (the floor)

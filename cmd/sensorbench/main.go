@@ -23,7 +23,8 @@ func main() {
 	year := flag.Int("series-points", 10_512_000, "points of the analytics series (a year at 3 s)")
 	fleet := flag.Duration("fleet-duration", 20*time.Second, "how long each side of the fleet and collections benchmarks runs")
 	tiersScale := flag.Float64("tiers-scale", 1, "fraction of the tiers and sql workloads' week and year to load (for a quick trial)")
-	only := flag.String("only", "", "run one workload: ingest (with collections), collections, fleet, mqtt, analytics, storage, tiers, sql or import (default: all)")
+	csvPoints := flag.Int("csv-points", 10_000_000, "values of the CSV export's variable when the analytics series is not loaded (-only csv)")
+	only := flag.String("only", "", "run one workload: ingest (with collections), collections, fleet, mqtt, analytics, csv, storage, tiers, sql or import (default: all)")
 	flag.IntVar(&importRows, "import-rows", 10_000_000, "rows of the history import benchmark (one variable)")
 	flag.IntVar(&fleetEvents, "fleet-events", fleetEventsDefault(),
 		"active events over the fleet's variables during the fleet benchmark (SENSORAPI_BENCH_FLEET_EVENTS; 0: none)")
@@ -43,13 +44,13 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *only, *points, *year, *fleet, *tiersScale); err != nil {
+	if err := run(ctx, *only, *points, *year, *csvPoints, *fleet, *tiersScale); err != nil {
 		fmt.Fprintln(os.Stderr, "sensorbench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, only string, ingestDots, seriesPoints int, fleet time.Duration, tiersScale float64) error {
+func run(ctx context.Context, only string, ingestDots, seriesPoints, csvPoints int, fleet time.Duration, tiersScale float64) error {
 	h, err := benchharness.Start(ctx)
 	if err != nil {
 		return err
@@ -71,8 +72,26 @@ func run(ctx context.Context, only string, ingestDots, seriesPoints int, fleet t
 			return err
 		}
 	}
+	var loaded *series // the analytics series, which the CSV export reads too
 	if only == "" || only == "analytics" {
-		if err := benchAnalytics(ctx, h, seriesPoints); err != nil {
+		s, err := loadSeries(ctx, h, seriesPoints)
+		if err != nil {
+			return err
+		}
+		loaded = &s
+		if err := benchAnalytics(ctx, h, s); err != nil {
+			return err
+		}
+	}
+	if only == "" || only == "csv" {
+		if loaded == nil {
+			s, err := loadSeries(ctx, h, csvPoints)
+			if err != nil {
+				return err
+			}
+			loaded = &s
+		}
+		if err := benchCSV(ctx, h, *loaded); err != nil {
 			return err
 		}
 	}
@@ -100,12 +119,8 @@ func run(ctx context.Context, only string, ingestDots, seriesPoints int, fleet t
 // importRows is -import-rows.
 var importRows int
 
-// benchAnalytics loads the year-long series and measures statistics and resample.
-func benchAnalytics(ctx context.Context, h *benchharness.Harness, seriesPoints int) error {
-	s, err := loadSeries(ctx, h, seriesPoints)
-	if err != nil {
-		return err
-	}
+// benchAnalytics measures statistics and resample over the year-long series.
+func benchAnalytics(ctx context.Context, h *benchharness.Harness, s series) error {
 	rss := h.SampleRSS()
 	if err := benchStatistics(ctx, h, s); err != nil {
 		return err

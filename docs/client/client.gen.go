@@ -1071,6 +1071,42 @@ func (e ExplainMode) Valid() bool {
 	}
 }
 
+// Defines values for Format.
+const (
+	FormatCsv  Format = "csv"
+	FormatJson Format = "json"
+)
+
+// Valid indicates whether the value is a known member of the Format enum.
+func (e Format) Valid() bool {
+	switch e {
+	case FormatCsv:
+		return true
+	case FormatJson:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TimestampFormat.
+const (
+	TimestampFormatIso TimestampFormat = "iso"
+	TimestampFormatMs  TimestampFormat = "ms"
+)
+
+// Valid indicates whether the value is a known member of the TimestampFormat enum.
+func (e TimestampFormat) Valid() bool {
+	switch e {
+	case TimestampFormatIso:
+		return true
+	case TimestampFormatMs:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for StorageBudgetCode.
 const (
 	StorageBudgetCodeN507001 StorageBudgetCode = 507001
@@ -1149,6 +1185,42 @@ func (e AggregationParamsExplain) Valid() bool {
 	}
 }
 
+// Defines values for AggregationParamsFormat.
+const (
+	AggregationParamsFormatCsv  AggregationParamsFormat = "csv"
+	AggregationParamsFormatJson AggregationParamsFormat = "json"
+)
+
+// Valid indicates whether the value is a known member of the AggregationParamsFormat enum.
+func (e AggregationParamsFormat) Valid() bool {
+	switch e {
+	case AggregationParamsFormatCsv:
+		return true
+	case AggregationParamsFormatJson:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AggregationParamsTimestampFormat.
+const (
+	AggregationParamsTimestampFormatIso AggregationParamsTimestampFormat = "iso"
+	AggregationParamsTimestampFormatMs  AggregationParamsTimestampFormat = "ms"
+)
+
+// Valid indicates whether the value is a known member of the AggregationParamsTimestampFormat enum.
+func (e AggregationParamsTimestampFormat) Valid() bool {
+	switch e {
+	case AggregationParamsTimestampFormatIso:
+		return true
+	case AggregationParamsTimestampFormatMs:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ResampleParamsExplain.
 const (
 	ResampleParamsExplainAnalyze ResampleParamsExplain = "analyze"
@@ -1161,6 +1233,42 @@ func (e ResampleParamsExplain) Valid() bool {
 	case ResampleParamsExplainAnalyze:
 		return true
 	case ResampleParamsExplainSql:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ResampleParamsFormat.
+const (
+	ResampleParamsFormatCsv  ResampleParamsFormat = "csv"
+	ResampleParamsFormatJson ResampleParamsFormat = "json"
+)
+
+// Valid indicates whether the value is a known member of the ResampleParamsFormat enum.
+func (e ResampleParamsFormat) Valid() bool {
+	switch e {
+	case ResampleParamsFormatCsv:
+		return true
+	case ResampleParamsFormatJson:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ResampleParamsTimestampFormat.
+const (
+	ResampleParamsTimestampFormatIso ResampleParamsTimestampFormat = "iso"
+	ResampleParamsTimestampFormatMs  ResampleParamsTimestampFormat = "ms"
+)
+
+// Valid indicates whether the value is a known member of the ResampleParamsTimestampFormat enum.
+func (e ResampleParamsTimestampFormat) Valid() bool {
+	switch e {
+	case ResampleParamsTimestampFormatIso:
+		return true
+	case ResampleParamsTimestampFormatMs:
 		return true
 	default:
 		return false
@@ -1197,6 +1305,42 @@ func (e PostDeviceValues507JSONResponseBodyMessage) Valid() bool {
 	}
 }
 
+// Defines values for GetDeviceVariableValuesParamsFormat.
+const (
+	GetDeviceVariableValuesParamsFormatCsv  GetDeviceVariableValuesParamsFormat = "csv"
+	GetDeviceVariableValuesParamsFormatJson GetDeviceVariableValuesParamsFormat = "json"
+)
+
+// Valid indicates whether the value is a known member of the GetDeviceVariableValuesParamsFormat enum.
+func (e GetDeviceVariableValuesParamsFormat) Valid() bool {
+	switch e {
+	case GetDeviceVariableValuesParamsFormatCsv:
+		return true
+	case GetDeviceVariableValuesParamsFormatJson:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetDeviceVariableValuesParamsTimestampFormat.
+const (
+	GetDeviceVariableValuesParamsTimestampFormatIso GetDeviceVariableValuesParamsTimestampFormat = "iso"
+	GetDeviceVariableValuesParamsTimestampFormatMs  GetDeviceVariableValuesParamsTimestampFormat = "ms"
+)
+
+// Valid indicates whether the value is a known member of the GetDeviceVariableValuesParamsTimestampFormat enum.
+func (e GetDeviceVariableValuesParamsTimestampFormat) Valid() bool {
+	switch e {
+	case GetDeviceVariableValuesParamsTimestampFormatIso:
+		return true
+	case GetDeviceVariableValuesParamsTimestampFormatMs:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for PostDeviceVariableValues507JSONResponseBodyCode.
 const (
 	PostDeviceVariableValues507JSONResponseBodyCodeN507001 PostDeviceVariableValues507JSONResponseBodyCode = 507001
@@ -1221,6 +1365,42 @@ const (
 func (e PostDeviceVariableValues507JSONResponseBodyMessage) Valid() bool {
 	switch e {
 	case PostDeviceVariableValues507JSONResponseBodyMessageStorageBudgetExhausted:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetVariableValuesParamsFormat.
+const (
+	GetVariableValuesParamsFormatCsv  GetVariableValuesParamsFormat = "csv"
+	GetVariableValuesParamsFormatJson GetVariableValuesParamsFormat = "json"
+)
+
+// Valid indicates whether the value is a known member of the GetVariableValuesParamsFormat enum.
+func (e GetVariableValuesParamsFormat) Valid() bool {
+	switch e {
+	case GetVariableValuesParamsFormatCsv:
+		return true
+	case GetVariableValuesParamsFormatJson:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetVariableValuesParamsTimestampFormat.
+const (
+	GetVariableValuesParamsTimestampFormatIso GetVariableValuesParamsTimestampFormat = "iso"
+	GetVariableValuesParamsTimestampFormatMs  GetVariableValuesParamsTimestampFormat = "ms"
+)
+
+// Valid indicates whether the value is a known member of the GetVariableValuesParamsTimestampFormat enum.
+func (e GetVariableValuesParamsTimestampFormat) Valid() bool {
+	switch e {
+	case GetVariableValuesParamsTimestampFormatIso:
+		return true
+	case GetVariableValuesParamsTimestampFormatMs:
 		return true
 	default:
 		return false
@@ -2848,6 +3028,9 @@ type FilterLabel = string
 // FilterLabelIn defines model for FilterLabelIn.
 type FilterLabelIn = string
 
+// Format defines model for Format.
+type Format string
+
 // Page defines model for Page.
 type Page = int
 
@@ -2872,6 +3055,9 @@ type Search = string
 
 // SortBy defines model for SortBy.
 type SortBy = string
+
+// TimestampFormat defines model for TimestampFormat.
+type TimestampFormat string
 
 // TokenID Example: 5f1d3c0a9b8e7d6c5b4a3f2e
 type TokenID = ID
@@ -2960,10 +3146,22 @@ type PostCollection507JSONResponseBodyMessage string
 type AggregationParams struct {
 	// Explain Answer the compiled statement instead of running it (sql), or with its EXPLAIN ANALYZE plan (analyze).
 	Explain *AggregationParamsExplain `form:"explain,omitempty" json:"explain,omitempty"`
+
+	// Format csv: answer `text/csv; charset=utf-8` with a header row, RFC 4180 quoting and numbers in the shortest form that reads back to the same double (API.md §21).
+	Format *AggregationParamsFormat `form:"format,omitempty" json:"format,omitempty"`
+
+	// TimestampFormat With format=csv: times as epoch milliseconds (ms) or ISO 8601 with the offset of the request's tz (iso).
+	TimestampFormat *AggregationParamsTimestampFormat `form:"timestamp_format,omitempty" json:"timestamp_format,omitempty"`
 }
 
 // AggregationParamsExplain defines parameters for Aggregation.
 type AggregationParamsExplain string
+
+// AggregationParamsFormat defines parameters for Aggregation.
+type AggregationParamsFormat string
+
+// AggregationParamsTimestampFormat defines parameters for Aggregation.
+type AggregationParamsTimestampFormat string
 
 // Aggregation200JSONResponseBody defines parameters for Aggregation.
 type Aggregation200JSONResponseBody struct {
@@ -2974,10 +3172,22 @@ type Aggregation200JSONResponseBody struct {
 type ResampleParams struct {
 	// Explain Answer the compiled statement instead of running it (sql), or with its EXPLAIN ANALYZE plan (analyze).
 	Explain *ResampleParamsExplain `form:"explain,omitempty" json:"explain,omitempty"`
+
+	// Format csv: answer `text/csv; charset=utf-8` with a header row, RFC 4180 quoting and numbers in the shortest form that reads back to the same double (API.md §21).
+	Format *ResampleParamsFormat `form:"format,omitempty" json:"format,omitempty"`
+
+	// TimestampFormat With format=csv: times as epoch milliseconds (ms) or ISO 8601 with the offset of the request's tz (iso).
+	TimestampFormat *ResampleParamsTimestampFormat `form:"timestamp_format,omitempty" json:"timestamp_format,omitempty"`
 }
 
 // ResampleParamsExplain defines parameters for Resample.
 type ResampleParamsExplain string
+
+// ResampleParamsFormat defines parameters for Resample.
+type ResampleParamsFormat string
+
+// ResampleParamsTimestampFormat defines parameters for Resample.
+type ResampleParamsTimestampFormat string
 
 // Resample200JSONResponseBody defines parameters for Resample.
 type Resample200JSONResponseBody struct {
@@ -3008,9 +3218,24 @@ type GetDeviceVariableValuesParams struct {
 	End  *Millis `form:"end,omitempty" json:"end,omitempty"`
 	Page *int    `form:"page,omitempty" json:"page,omitempty"`
 
-	// PageSize Larger than 10000 is clamped.
+	// PageSize Larger than 10000 is clamped; ignored with format=csv.
 	PageSize *int `form:"page_size,omitempty" json:"page_size,omitempty"`
+
+	// Format csv: answer `text/csv; charset=utf-8` with a header row, RFC 4180 quoting and numbers in the shortest form that reads back to the same double (API.md §21).
+	Format *GetDeviceVariableValuesParamsFormat `form:"format,omitempty" json:"format,omitempty"`
+
+	// TimestampFormat With format=csv: times as epoch milliseconds (ms) or ISO 8601 with the offset of the request's tz (iso).
+	TimestampFormat *GetDeviceVariableValuesParamsTimestampFormat `form:"timestamp_format,omitempty" json:"timestamp_format,omitempty"`
+
+	// Tz IANA zone of the ISO times of timestamp_format=iso (e.g. Europe/Berlin).
+	Tz *string `form:"tz,omitempty" json:"tz,omitempty"`
 }
+
+// GetDeviceVariableValuesParamsFormat defines parameters for GetDeviceVariableValues.
+type GetDeviceVariableValuesParamsFormat string
+
+// GetDeviceVariableValuesParamsTimestampFormat defines parameters for GetDeviceVariableValues.
+type GetDeviceVariableValuesParamsTimestampFormat string
 
 // PostDeviceVariableValuesParams defines parameters for PostDeviceVariableValues.
 type PostDeviceVariableValuesParams struct {
@@ -3038,9 +3263,24 @@ type GetVariableValuesParams struct {
 	End  *Millis `form:"end,omitempty" json:"end,omitempty"`
 	Page *int    `form:"page,omitempty" json:"page,omitempty"`
 
-	// PageSize Larger than 10000 is clamped.
+	// PageSize Larger than 10000 is clamped; ignored with format=csv.
 	PageSize *int `form:"page_size,omitempty" json:"page_size,omitempty"`
+
+	// Format csv: answer `text/csv; charset=utf-8` with a header row, RFC 4180 quoting and numbers in the shortest form that reads back to the same double (API.md §21).
+	Format *GetVariableValuesParamsFormat `form:"format,omitempty" json:"format,omitempty"`
+
+	// TimestampFormat With format=csv: times as epoch milliseconds (ms) or ISO 8601 with the offset of the request's tz (iso).
+	TimestampFormat *GetVariableValuesParamsTimestampFormat `form:"timestamp_format,omitempty" json:"timestamp_format,omitempty"`
+
+	// Tz IANA zone of the ISO times of timestamp_format=iso (e.g. Europe/Berlin).
+	Tz *string `form:"tz,omitempty" json:"tz,omitempty"`
 }
+
+// GetVariableValuesParamsFormat defines parameters for GetVariableValues.
+type GetVariableValuesParamsFormat string
+
+// GetVariableValuesParamsTimestampFormat defines parameters for GetVariableValues.
+type GetVariableValuesParamsTimestampFormat string
 
 // PostVariableValuesParams defines parameters for PostVariableValues.
 type PostVariableValuesParams struct {
@@ -3106,6 +3346,9 @@ type ListDevicesParams struct {
 	// VariablesIdIn Comma-separated Variable ids.
 	VariablesIdIn *string `form:"variables__id__in,omitempty" json:"variables__id__in,omitempty"`
 }
+
+// CreateDevicesJSONBody defines parameters for CreateDevices.
+type CreateDevicesJSONBody = []DeviceCreate
 
 // ListDeviceTokensParams defines parameters for ListDeviceTokens.
 type ListDeviceTokensParams struct {
@@ -3378,6 +3621,9 @@ type StatisticsJSONRequestBody = StatisticsRequest
 
 // CreateDeviceJSONRequestBody defines body for CreateDevice for application/json ContentType.
 type CreateDeviceJSONRequestBody = DeviceCreate
+
+// CreateDevicesJSONRequestBody defines body for CreateDevices for application/json ContentType.
+type CreateDevicesJSONRequestBody = CreateDevicesJSONBody
 
 // PatchDeviceJSONRequestBody defines body for PatchDevice for application/json ContentType.
 type PatchDeviceJSONRequestBody = DeviceUpdate
@@ -4798,6 +5044,32 @@ type ClientInterface interface {
 	// Corresponds with POST /api/v2.0/devices/ (the `CreateDevice` operationId).
 	CreateDevice(ctx context.Context, body CreateDeviceJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// CreateDevicesWithBody Create 1 to 10,000 Devices at once, all or nothing (API.md §21).
+	//
+	// Each item is an E3 body, validated as E3 does. One transaction: if any item is
+	// invalid nothing is created, and the 400001 `detail` names each bad item's field as
+	// `"<index>.<field>"` (`"3.label"`, `"17.properties._color"`); a label that the list
+	// repeats (on the later item) or that the account already has is an error on that
+	// item's `label`. Scopes as for E3 (full tokens).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v2.0/devices/_/bulk/create/ (the `CreateDevices` operationId).
+	CreateDevicesWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateDevices Create 1 to 10,000 Devices at once, all or nothing (API.md §21).
+	//
+	// Each item is an E3 body, validated as E3 does. One transaction: if any item is
+	// invalid nothing is created, and the 400001 `detail` names each bad item's field as
+	// `"<index>.<field>"` (`"3.label"`, `"17.properties._color"`); a label that the list
+	// repeats (on the later item) or that the account already has is an error on that
+	// item's `label`. Scopes as for E3 (full tokens).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v2.0/devices/_/bulk/create/ (the `CreateDevices` operationId).
+	CreateDevices(ctx context.Context, body CreateDevicesJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// DeleteDevice Delete a Device with its Variables and their values.
 	//
 	// Corresponds with DELETE /api/v2.0/devices/{device}/ (the `DeleteDevice` operationId).
@@ -5608,6 +5880,52 @@ func (c *Client) CreateDeviceWithBody(ctx context.Context, contentType string, b
 // Corresponds with POST /api/v2.0/devices/ (the `CreateDevice` operationId).
 func (c *Client) CreateDevice(ctx context.Context, body CreateDeviceJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCreateDeviceRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateDevicesWithBody Create 1 to 10,000 Devices at once, all or nothing (API.md §21).
+//
+// Each item is an E3 body, validated as E3 does. One transaction: if any item is
+// invalid nothing is created, and the 400001 `detail` names each bad item's field as
+// `"<index>.<field>"` (`"3.label"`, `"17.properties._color"`); a label that the list
+// repeats (on the later item) or that the account already has is an error on that
+// item's `label`. Scopes as for E3 (full tokens).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v2.0/devices/_/bulk/create/ (the `CreateDevices` operationId).
+func (c *Client) CreateDevicesWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateDevicesRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateDevices Create 1 to 10,000 Devices at once, all or nothing (API.md §21).
+//
+// Each item is an E3 body, validated as E3 does. One transaction: if any item is
+// invalid nothing is created, and the 400001 `detail` names each bad item's field as
+// `"<index>.<field>"` (`"3.label"`, `"17.properties._color"`); a label that the list
+// repeats (on the later item) or that the account already has is an error on that
+// item's `label`. Scopes as for E3 (full tokens).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v2.0/devices/_/bulk/create/ (the `CreateDevices` operationId).
+func (c *Client) CreateDevices(ctx context.Context, body CreateDevicesJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateDevicesRequest(c.Server, body)
 	if err != nil {
 		return nil, err
 	}
@@ -6878,6 +7196,30 @@ func NewAggregationRequestWithBody(server string, params *AggregationParams, con
 
 		}
 
+		if params.Format != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "format", *params.Format, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.TimestampFormat != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "timestamp_format", *params.TimestampFormat, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if encoded := queryValues.Encode(); encoded != "" {
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
@@ -6936,6 +7278,30 @@ func NewResampleRequestWithBody(server string, params *ResampleParams, contentTy
 		if params.Explain != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "explain", *params.Explain, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Format != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "format", *params.Format, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.TimestampFormat != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "timestamp_format", *params.TimestampFormat, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -7157,6 +7523,42 @@ func NewGetDeviceVariableValuesRequest(server string, device DeviceLabel, variab
 		if params.PageSize != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "page_size", *params.PageSize, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Format != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "format", *params.Format, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.TimestampFormat != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "timestamp_format", *params.TimestampFormat, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Tz != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "tz", *params.Tz, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -7390,6 +7792,42 @@ func NewGetVariableValuesRequest(server string, id VariableID, params *GetVariab
 		if params.PageSize != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "page_size", *params.PageSize, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Format != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "format", *params.Format, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.TimestampFormat != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "timestamp_format", *params.TimestampFormat, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Tz != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "tz", *params.Tz, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -7848,6 +8286,46 @@ func NewCreateDeviceRequestWithBody(server string, contentType string, body io.R
 	}
 
 	operationPath := fmt.Sprintf("/api/v2.0/devices/")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewCreateDevicesRequest calls the generic CreateDevices builder with application/json body
+func NewCreateDevicesRequest(server string, body CreateDevicesJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateDevicesRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewCreateDevicesRequestWithBody constructs an http.Request for the CreateDevices method, with any body, and a specified content type
+func NewCreateDevicesRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v2.0/devices/_/bulk/create/")
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -10976,6 +11454,32 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /api/v2.0/devices/ (the `CreateDevice` operationId).
 	CreateDeviceWithResponse(ctx context.Context, body CreateDeviceJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateDeviceResponse, error)
 
+	// CreateDevicesWithBodyWithResponse Create 1 to 10,000 Devices at once, all or nothing (API.md §21).
+	//
+	// Each item is an E3 body, validated as E3 does. One transaction: if any item is
+	// invalid nothing is created, and the 400001 `detail` names each bad item's field as
+	// `"<index>.<field>"` (`"3.label"`, `"17.properties._color"`); a label that the list
+	// repeats (on the later item) or that the account already has is an error on that
+	// item's `label`. Scopes as for E3 (full tokens).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v2.0/devices/_/bulk/create/ (the `CreateDevices` operationId).
+	CreateDevicesWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateDevicesResponse, error)
+
+	// CreateDevicesWithResponse Create 1 to 10,000 Devices at once, all or nothing (API.md §21).
+	//
+	// Each item is an E3 body, validated as E3 does. One transaction: if any item is
+	// invalid nothing is created, and the 400001 `detail` names each bad item's field as
+	// `"<index>.<field>"` (`"3.label"`, `"17.properties._color"`); a label that the list
+	// repeats (on the later item) or that the account already has is an error on that
+	// item's `label`. Scopes as for E3 (full tokens).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v2.0/devices/_/bulk/create/ (the `CreateDevices` operationId).
+	CreateDevicesWithResponse(ctx context.Context, body CreateDevicesJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateDevicesResponse, error)
+
 	// DeleteDeviceWithResponse Delete a Device with its Variables and their values.
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -11671,8 +12175,9 @@ func (r PostCollectionResponse) ContentType() string {
 
 // AggregationResponse200Headers the declared response headers of an HTTP 200 response for Aggregation
 type AggregationResponse200Headers struct {
-	XRawHorizon *int
-	XRequestId  string
+	ContentDisposition *string
+	XRawHorizon        *int
+	XRequestId         string
 }
 
 // AggregationResponse400Headers the declared response headers of an HTTP 400 response for Aggregation
@@ -11834,8 +12339,9 @@ func (r AggregationResponse) ContentType() string {
 
 // ResampleResponse200Headers the declared response headers of an HTTP 200 response for Resample
 type ResampleResponse200Headers struct {
-	XRawHorizon *int
-	XRequestId  string
+	ContentDisposition *string
+	XRawHorizon        *int
+	XRequestId         string
 }
 
 // ResampleResponse400Headers the declared response headers of an HTTP 400 response for Resample
@@ -12321,7 +12827,8 @@ func (r GetLastValueResponse) ContentType() string {
 
 // GetDeviceVariableValuesResponse200Headers the declared response headers of an HTTP 200 response for GetDeviceVariableValues
 type GetDeviceVariableValuesResponse200Headers struct {
-	XRequestId string
+	ContentDisposition *string
+	XRequestId         string
 }
 
 // GetDeviceVariableValuesResponse400Headers the declared response headers of an HTTP 400 response for GetDeviceVariableValues
@@ -12822,7 +13329,8 @@ func (r GetStatisticResponse) ContentType() string {
 
 // GetVariableValuesResponse200Headers the declared response headers of an HTTP 200 response for GetVariableValues
 type GetVariableValuesResponse200Headers struct {
-	XRequestId string
+	ContentDisposition *string
+	XRequestId         string
 }
 
 // GetVariableValuesResponse400Headers the declared response headers of an HTTP 400 response for GetVariableValues
@@ -13872,6 +14380,168 @@ func (r CreateDeviceResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r CreateDeviceResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateDevicesResponse201Headers the declared response headers of an HTTP 201 response for CreateDevices
+type CreateDevicesResponse201Headers struct {
+	XRequestId string
+}
+
+// CreateDevicesResponse400Headers the declared response headers of an HTTP 400 response for CreateDevices
+type CreateDevicesResponse400Headers struct {
+	XRequestId string
+}
+
+// CreateDevicesResponse401Headers the declared response headers of an HTTP 401 response for CreateDevices
+type CreateDevicesResponse401Headers struct {
+	XRequestId string
+}
+
+// CreateDevicesResponse403Headers the declared response headers of an HTTP 403 response for CreateDevices
+type CreateDevicesResponse403Headers struct {
+	XRequestId string
+}
+
+// CreateDevicesResponse413Headers the declared response headers of an HTTP 413 response for CreateDevices
+type CreateDevicesResponse413Headers struct {
+	XRequestId string
+}
+
+// CreateDevicesResponse415Headers the declared response headers of an HTTP 415 response for CreateDevices
+type CreateDevicesResponse415Headers struct {
+	XRequestId string
+}
+
+// CreateDevicesResponse429Headers the declared response headers of an HTTP 429 response for CreateDevices
+type CreateDevicesResponse429Headers struct {
+	RetryAfter int
+	XRequestId string
+}
+
+// CreateDevicesResponse500Headers the declared response headers of an HTTP 500 response for CreateDevices
+type CreateDevicesResponse500Headers struct {
+	XRequestId string
+}
+
+// CreateDevicesResponse503Headers the declared response headers of an HTTP 503 response for CreateDevices
+type CreateDevicesResponse503Headers struct {
+	RetryAfter int
+	XRequestId string
+}
+
+type CreateDevicesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *[]Device
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *ValidationError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMedia
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *CreateDevicesResponse201Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *CreateDevicesResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreateDevicesResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *CreateDevicesResponse403Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *CreateDevicesResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *CreateDevicesResponse415Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateDevicesResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *CreateDevicesResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CreateDevicesResponse503Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateDevicesResponse) GetJSON201() *[]Device {
+	return r.JSON201
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CreateDevicesResponse) GetJSON400() *ValidationError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreateDevicesResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CreateDevicesResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CreateDevicesResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r CreateDevicesResponse) GetJSON415() *UnsupportedMedia {
+	return r.JSON415
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CreateDevicesResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CreateDevicesResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CreateDevicesResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateDevicesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateDevicesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateDevicesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateDevicesResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -21042,6 +21712,44 @@ func (c *ClientWithResponses) CreateDeviceWithResponse(ctx context.Context, body
 	return ParseCreateDeviceResponse(rsp)
 }
 
+// CreateDevicesWithBodyWithResponse Create 1 to 10,000 Devices at once, all or nothing (API.md §21).
+//
+// Each item is an E3 body, validated as E3 does. One transaction: if any item is
+// invalid nothing is created, and the 400001 `detail` names each bad item's field as
+// `"<index>.<field>"` (`"3.label"`, `"17.properties._color"`); a label that the list
+// repeats (on the later item) or that the account already has is an error on that
+// item's `label`. Scopes as for E3 (full tokens).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v2.0/devices/_/bulk/create/ (the `CreateDevices` operationId).
+func (c *ClientWithResponses) CreateDevicesWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateDevicesResponse, error) {
+	rsp, err := c.CreateDevicesWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateDevicesResponse(rsp)
+}
+
+// CreateDevicesWithResponse Create 1 to 10,000 Devices at once, all or nothing (API.md §21).
+//
+// Each item is an E3 body, validated as E3 does. One transaction: if any item is
+// invalid nothing is created, and the 400001 `detail` names each bad item's field as
+// `"<index>.<field>"` (`"3.label"`, `"17.properties._color"`); a label that the list
+// repeats (on the later item) or that the account already has is an error on that
+// item's `label`. Scopes as for E3 (full tokens).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v2.0/devices/_/bulk/create/ (the `CreateDevices` operationId).
+func (c *ClientWithResponses) CreateDevicesWithResponse(ctx context.Context, body CreateDevicesJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateDevicesResponse, error) {
+	rsp, err := c.CreateDevices(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateDevicesResponse(rsp)
+}
+
 // DeleteDeviceWithResponse Delete a Device with its Variables and their values.
 //
 // Returns a wrapper object for the known response body format(s).
@@ -22264,11 +22972,21 @@ func ParseAggregationResponse(rsp *http.Response) (*AggregationResponse, error) 
 		}
 		response.JSON503 = &dest
 
+	case rsp.StatusCode == 200:
+		// Content-type (text/csv) unsupported
+
 	}
 
 	switch {
 	case rsp.StatusCode == 200:
 		var headers AggregationResponse200Headers
+		if values := rsp.Header.Values("Content-Disposition"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Disposition", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentDisposition = &value
+		}
 		if values := rsp.Header.Values("X-Raw-Horizon"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Raw-Horizon", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -22460,11 +23178,21 @@ func ParseResampleResponse(rsp *http.Response) (*ResampleResponse, error) {
 		}
 		response.JSON503 = &dest
 
+	case rsp.StatusCode == 200:
+		// Content-type (text/csv) unsupported
+
 	}
 
 	switch {
 	case rsp.StatusCode == 200:
 		var headers ResampleResponse200Headers
+		if values := rsp.Header.Values("Content-Disposition"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Disposition", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentDisposition = &value
+		}
 		if values := rsp.Header.Values("X-Raw-Horizon"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Raw-Horizon", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -23027,11 +23755,21 @@ func ParseGetDeviceVariableValuesResponse(rsp *http.Response) (*GetDeviceVariabl
 		}
 		response.JSON503 = &dest
 
+	case rsp.StatusCode == 200:
+		// Content-type (text/csv) unsupported
+
 	}
 
 	switch {
 	case rsp.StatusCode == 200:
 		var headers GetDeviceVariableValuesResponse200Headers
+		if values := rsp.Header.Values("Content-Disposition"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Disposition", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentDisposition = &value
+		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -23618,11 +24356,21 @@ func ParseGetVariableValuesResponse(rsp *http.Response) (*GetVariableValuesRespo
 		}
 		response.JSON503 = &dest
 
+	case rsp.StatusCode == 200:
+		// Content-type (text/csv) unsupported
+
 	}
 
 	switch {
 	case rsp.StatusCode == 200:
 		var headers GetVariableValuesResponse200Headers
+		if values := rsp.Header.Values("Content-Disposition"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Disposition", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentDisposition = &value
+		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -24769,6 +25517,195 @@ func ParseCreateDeviceResponse(rsp *http.Response) (*CreateDeviceResponse, error
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers CreateDeviceResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateDevicesResponse parses an HTTP response from a CreateDevicesWithResponse call
+func ParseCreateDevicesResponse(rsp *http.Response) (*CreateDevicesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateDevicesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest []Device
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMedia
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 201:
+		var headers CreateDevicesResponse201Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers201 = &headers
+	case rsp.StatusCode == 400:
+		var headers CreateDevicesResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers CreateDevicesResponse401Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers CreateDevicesResponse403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 413:
+		var headers CreateDevicesResponse413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers CreateDevicesResponse415Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers415 = &headers
+	case rsp.StatusCode == 429:
+		var headers CreateDevicesResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers CreateDevicesResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers CreateDevicesResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
@@ -32708,299 +33645,317 @@ func ParseReadyzResponse(rsp *http.Response) (*ReadyzResponse, error) {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3rcts4tjD6Kticryr2PrRuvsSRq2s+d+JMe08u7tjp7j2xjw2RkIQ2CSgAaEfxaGp+nQc4dZ5h77/7",
-	"vMI8yjzJV1gAryIl0pYzSbemajqWBIILwFoL677uHI+HE84IU9Lp3znkEw4nAYG/X5Ab6hH91w0OIvjD",
-	"EwQr4h8qp+/0Or29rW53q9c96233d3b63U6r29ve2d37i+M6PpGeoBNFOXP6juM61Hf6zu6w6297Hfxs",
-	"sE+e+nve7mAHbw97RP8uDz1Fb4jTVyIirhPgAQmcvnNNlTcmzNHfSAVjqJo6/e7Tve2ne/t7u51Op+M6",
-	"DIfE6Tt/TkZzMcKMfsYGgjvz/n1vB+8Nt/0e6Q46+NkwhsJJ34e9UINj5zt8/voIPedi0nJcJxJ6wFip",
-	"Sb/d7vaetjqtTqvb3+/sd9p4Qts3vVannX2vbFe+cOY6Ey5pDF2AldPf6bR2XCdgI6e/td16qocIPiFC",
-	"UXMglx4PuHD6zh+GQ71qx3UuA+7Bqy6H9BPxF0yVjlTTiV5aiFmEAw2IwiPp9D84Yx4S56LmOn3ADtle",
-	"cKQ3WFA8AGx66GztZK52duI3UTggwul3ZzPX4usrKlUeZ3nElNPf7boOI59UbVj+OMEj8l3vPOp0env6",
-	"70tJP5PvdvW2TwS5oTySTp9FQeA6gsgo0BT0YU0jaxr5WmnkQlPJ28KZr4y3Pwxvcqc4WzEeFZZdxSIS",
-	"DmGI+jGJ/CveLMCSdzyoffN3+p1OqwP/+0u8vmf+7uAp3iHbw56XfUFmfcSniot0hcnnWqsRXON55Wvi",
-	"NVQd9fZKjvqrXDmc33upST63bqawp14TNea+WZjlcSTENACGAUMd7OP/bcXAlsdDZ3bhNkJ3j4Y4OAmw",
-	"R5Lt9MkQR4F6geV4wLHwC9/nWVLuJ4OH5isD6DyArjOkQqo3llB8HH9zRsPkqoSzeTrYHu6Sntf1syi/",
-	"g0uvVjaK8Ch5ub5YX/ERZdkv7Csd1wmjkRxz9T45QNlvt29vb1sjgW+wwkJD2jZ/tjsDb3/bG+w+7Xp+",
-	"19vtDDQlkn38dJ8Mu9s7e3/0v6M+YYp6XN/SDBj4Sy5CnCBsjpgbcqRHYEDCsov6tPJlaGHVrLGw8c+T",
-	"eyMvhEywlLdc+JfRxMeKXCoaEqlwOMmKZN3edipXXLiOHvSZswTjakEeSSJkewFe6wF2azFQxi0ZSKoA",
-	"bWNGsYr7cM1e1uxlzV7W7CXLXkAS+cnqIY10jV61+OwnVqll2vK8djynAK9Gi5u5DtBSKt7v4R7Z8buD",
-	"jpfdr+1hBipFwgkRWEWCLNDbu71t8+NPWUEOmLImDLuPl5pyCw+VIgWYAewp9Lqt3VmyJ3lwigQop0yN",
-	"iaLe0aeJIFImp5HBL8PuBb7V+8qoPtp//M/zupuc6q4L9g4gl++Xzddt7dWYr21mc7JI+gU0wzVqr1H7",
-	"i6H2xUxj95hgnwi4Ot7h2x+4oJ+N7SePgWdjggS+RWMzAG2EctNFt2PCkCBKCwxc/xXyG+LDQPMWRBlS",
-	"8CgbEbRxeHLcCn30j//u7m320YAMuSCIKhcBKblIRqGLQoKZi0Kq/4M/uUgq30UgVCHMfKSxAnk8JGgo",
-	"eGhm50EQTZCiREh0S9U4807BI+YTH/FI3WLhI8URVVJPHylygCZEeBr6gEiYHcBGAZVKIo/fEJFdDGfB",
-	"VIsg0huTEOtNCimjYRQ6/U6CCZQpMiLCWBnIx4hIdexXbKj5GVEfbRBvzIlvdlRD7wWUMIWk/g9nBPEh",
-	"wgqFXCrU7e0jb4wF9hQRclNDpGeigvixCJmBEH96RdhIjZ1+t7fvaoiTzwnMUgnKRhZkJaaHQ2VMBHmY",
-	"T4nHmS/1Ht5iquIDFPoRykZLAFm0VTPXmWCBQ6IsLr4wMvhZSs1zGxj/pLdG75jPlURqjBXysBBTxPS2",
-	"bVhhHkZgIegNDpDmEbBtWqR2PkZETFMumTKQLPT/S5Ch03f+0E5dYm3zq2y/pkFAzV1h3Ax/JtN5eA+R",
-	"+VGfNhfob8AQNRBWn3D6zt9Slg2QTbAap4DZG2DRHs8fp/V7GOZbCRLAgjYCfkuEhyXxD5BlsQYhI3bN",
-	"+C1DnKFbQRWR6e6tAMajG8JU+Z4xRPSPi/ZswGlAxNaYq3KQYIKmEH2aBJiy19wnZUDJWyIMkfJwQgPi",
-	"I6mwIiFAyqQi2NdIKSLGKBshqtCG/BhsunoNwJ40Bzr65eTV4fEbdPjm8NV//uUITQLM0AZmOJh+rsZO",
-	"YiDL4SZhmqw+OPKj1qXtDM5FGXW/pIEi4vjF/KqOPmFP7/MBcBsgIyoR4wr1dtCYfEIh1rgJX40tsZcB",
-	"SH1n8d7GIByX3DLPeRjiLUk0L9DIR315gAj2xnqDNefBAWekjzAKcTDkItSMnZEibMDJ5YTTIP1qg/qX",
-	"l5R996e3b1+4nz9/RkOqJ9QfN6vXoh+ptZ6EwsrmMbJP7Wnq7AxMKasAh19rwH4CVobiu7pbA80D0ASP",
-	"9A2p71uN7IT5aERviEQknKgpsoJteuFqujI3eRVcesYcSJY7w12UXBDd0rtUw3pKP5fA+wqLERAkZqjb",
-	"6XQ04noBDifEXwQIuGzLodnt1ABHjY9YycV+zLwgkvSGgIx0ACRkL0qpsFAVnJMwfyGTqnkBabBO9WuW",
-	"AVYBBoC4CkDeEckjUXUXskUc3Rp/SqC7JtOGnPyUYOGN5yF4bTmGufm4QPoNLtKX3xZlkjBJFb0hRt4r",
-	"wyBpJl7ydi7U9yXrf3l89OqFfuuW+WsDwHBjIGIt0UVZ/UhfxYIY0dZuLhpjLfKQcPMAxYIOI7dapgSB",
-	"Ob+xW6n6WbEmLtTlYLpkUWf8mrCyK+QQKf0TiLMa6/UtJ4kniKrCNnp/nD9+kZioK8Qt/VOMZrEpqohp",
-	"YJZaCaLFVgKzMY+y1vgVFeuNf0bUd1PaQlr9EQhbUS+/AQt0zpIVxLrlPXemUghNAF+ZGHovSGdgq5lw",
-	"Jo0l9VALUop68nvsW0UuMUQw+BNPJgE1QSHtX6VRm5PN1etUxmvwH6dv36AJFpIgIoQme0Q+TYinF4YR",
-	"/MoHvxJPObMsgJyRt0OwGy1Cjp9wQH2A4UjP7czcxeNfAFRvWTC1440doHhX3Ohp0ZCSwI/V342dTqfT",
-	"6Ro5FiOzvC2tFKMB96ep7gqfrPSYW58+rozB4Zctu69bRkMuA9sOb6eq9CzVa+qfhzQHEj9U9qZ4ZNvO",
-	"PZvVpc/kgbl91Fp+SnirXPpzQxjfxA4wcvtIu/CCSk3nfjPC9ECv2+ltdzpa7iRSghzsxAq6RL6dt+U0",
-	"3IIYIEtb8/vxk6ElsOsonvBldDvmUr/auAI1DEMcyJVvWGzEboAzE6sk1MAYmL0p1tiH5nbqEBQQrUib",
-	"cXJ1ewEWhxrbUG8ZZrYK3Afzw4ohr0/7DRYQT7qAho0tJrFgSDoC+4aR8Vwkx/pyVmMqEWerpHWA7wUJ",
-	"6A0R02YYfD8/Dfbsym/JYMz5tePar46ZTz6BCRMrpdVgiBYrdevsnXV6/U633+nlQhRgEZVjd1t7uzvb",
-	"va4eC6JCDN1YqcmpwkrD2+t0locDSzs4faXjOkpgFsfMOkrQ0Qh+mF3UJtn5o1hIufbllEh3TjFZIW7U",
-	"xIkGS1y+NCCGFfKkl1wMqO8Tdq+7rGPuskTk/E8eIZ+DBDbGNwRNiAgpOLD0rTMhYshFaGjVYLZeSHoT",
-	"3uPx2iiULLTyjtT8BlTJJxJJj08I8rmx7lmfDLxY8EgRkEXho71HMz6m7c3Vnc4xU1qDDAzM9zghcEJm",
-	"Tyjj/Nke9jAoYf4+eTrcw7mjiN+MJBF67cAWGmx3HvJSlB5EowPjQgHgwAxhvF3W2hBDurr9fMOfpxuY",
-	"h+cFZ+QAMQ5qxCrfqF7yiN1PVOzs5A/PItuT2GPzBN1ig6BD/Y48Mb1Jv659ajG01aeWqsPXZBr7WbUa",
-	"bNQzxtVY6/0e3H5PZGIzWt2OFrMFGsiUxeSShbJl7j31pcvCY6VcJjvmcTbmfnra17I/Wup7/D16LKVk",
-	"7h3325zlskB29ApFgjjRosG+xNGQC/cF5q2/F3Z4KYLo31a74MdChmTuZgtffvh61AoP/VRxgUfk+8gf",
-	"EXU/SeNpwa5hp0QDmBORT2McSTVn3cC+D7oBDk4ycVBghihGmXrWM25dz+aVF/OOsgwUqZ+6GpxSn3Vq",
-	"wf1g3ptOmo6P7aflWOpjhQcY7CvGn3l69Ob07bvDk+PLn98dnx1dnp69Pbk8Pf7LUT5G6QAJgn3paj2G",
-	"KBsilMY7jTjirIXeWBezjUOJxSUtEdwKqhRZIdsE50vjO6UyrHbnrLNboqQaI6HRPOuGG/pJhL3GKW6i",
-	"4ggGtVMD7fSd7fFPHzvhL8/wSffzvvyxd3u0I872pu/36dvO5LAnX+wM/7Q3/o/961ed+pJSbkcWXGPG",
-	"N5UaLx7baAFwrVQxTWdcyI9goXKVC+HgYb+X4Nwt2ljt5MZHoDhHgZ671eS8DTgLtcfYA2G1RYI8zoZ0",
-	"FAnio4CGVKWBYd099Jp+v7nS/XqN2dR+K+9nmn6W1zfeYUUs4OSTR4hP/L6Ju0N4qIhAXSTzSscZ5yjE",
-	"bBqzI9lgi/XbXumXLbBjZ3V0kUJHZcrP0QaokOAWwunv6VEUNx1iD7eS4MPFe56EKc7ch5zWe4YjBVGt",
-	"9/QidLr5ozqM1BgSaOBB5AkC+TQ4kOiWCAJK4kTwG+qTgp7Y7Mnap6mnrTzGN9ycolUaUxerQILc8GsT",
-	"YLU64shud+qJvKdf9ZE2bM5Det9tQxua9UiFFZWKehIR5k84ZQphiCGURR8qtS7tle31DaZBnGDTXI4s",
-	"8u5TIsDsEaUTN9jWDDgLuUoirHmYmeApLYV5Y81QDEybLsIIYleQwCyNUEujMBUNCY+UfaC3ac2EBFE2",
-	"IhKw5WNEInhkSnw0jIIADbnICIbHb/50dHp2+eP7o/dHlz8fHp/Zyba/Dq4lo8mEC0X818Sn+H53827h",
-	"fDOzolBPi7R03eiI82AtsjnqG1om/iSMrD1w62w6IcgYryCir7gWtAGB3WB59sgEYigkBBmsknRsinwD",
-	"JTSS1eefKKEwb30F1A4vJRP922oX/FiadzJ3s4Uvl3T1qBUKusVImntJA3kr/11Gb27F5Wc+OEdMQUwW",
-	"fKHR9w9iNHDRH4QYjQYDF4nRYEO4I3ewCTfKaIDNRxdvtpyLrFadARodNfQMzEUO1YsDsuE/RoDPxIlr",
-	"9gqxPkls04b1J1zdnTt6+LnTRx9ardbF7GpzlceWJpE2QN2bzGML0TeZf9ZgZ5NHSmk3/n31m3A/c/O/",
-	"ci+0bv54+/FYPC03f/PNWM7b4pEr428JjCa40bNREY3MfoUKC0XP3TseMd9awjJSr1UAY7uYJEpCctYB",
-	"YlrsotKIXxNBPCpjVzT+ZKPv99xc6ph+xKCqieectziaGNC7JZZEGFWsGTFvT3Sdw9FIkBFWpOFeJWnC",
-	"+T1isaQplW9EnyG5jWUddcstk9V7MLRlFxyfRyaYtWLxpkrD3BINBIvWRDnLRLbiIKgRb5qExb7DbEQg",
-	"3DT/0rhmmevg9DXOBQSZFB7O3Y8AQuaJjMU4JJg5gAcGNRzXBvW4jozCErOxC/kUNVIgkj2mTO3tOE1x",
-	"7VdO2aVWWIYChzFJ2CQSixX2oQHngV4FFKWziG7zM++L6LJWngd6QyhI0zAcMS60GtqH6xpyabudTpLg",
-	"OjTZVjcZfvzAHVKfc5vivD977pT4so8P3xyiz1qwNzkQckKCgPiIfMKeMlkYc0ecKY9351BFQlknkB4Q",
-	"6NiM7kJieEhZ/Dl5CxYCT4Gi5olHSjpiob1N8vgbxDHui6AwgfCZ0iXFO+Adj4PhIVzfEgH2Df4nZUpu",
-	"qOYcy50mcfoZvK6UHSQWogd5gawpDP7plTqDUrF47jBL/ERNLWnHzONCEE8hXPlkcx9TAnXZzj3nQUAg",
-	"AOoFb8BDX3B1zCaRAu5ZvDYWi2KFnJAy1lsC6QXAminD1PCkzXTp0cSFm2So+fxkzJneKEUCMhK4nCEn",
-	"92EmI71nyW9hRnp2ifCru+Bme556ueb44ulbtL/X6aL3Z8/NzRtST3BpktrziTGLqxhNsFJE6Dn/7/Nz",
-	"/25ntnV+7p+f+/afM/NPP/fP+XlLj92b/eV/lfGyF1lQi3vUKX0gb6Rcdp7zgneJXfKJRDudrnFzHu23",
-	"j549MZaVbPKKnCvCVE3WhdNbQEhpPkcT/pM97EXEkmJFUeIu4UTUr3eNpGW77kou+eQmmJs/X/OkiKWh",
-	"jP3IUOtBEA9sZIKq8tv43vKwWyvIKB+qnw8ZylfgzS/jLsDKRQEbzYz4n6+eq2V+Uz4XUK1QhFf/Koly",
-	"EQkkQXczve40FyrEn7KI0ZlHpmW3r3ql138xVx54+fozL07qZ2VEj7kdzgsTtiTMEsvXu1dzsk2T8XFF",
-	"36W1SbKECbmJsZiQaEbpeWaQvYC/BSzKoITdn9wmmx1wc0pCEfJsOH01pzAU3eDGhafeQ020OZ3FrNxo",
-	"KGVpPA+TiiDNqG5sTFkK0sOjYorZPw1uikP04t3LLammASnLxykuPSqL6IVka8pGSPBbiThDWKv7eGSm",
-	"WISnccrG4sM9wSPyirJrq1zZtI76zySpHzXViDjbrURbyB+LUVFhCRnI0hdWn1Qxtrbh3W4meSJzkYnW",
-	"3gL8mCrIHWfWuVu8RfLHWvdGrL7zKu+guhyxBsPSU1Vv6EnezlB/O9/aMHhJEFZK0EEEgWCCaCzmt8Rv",
-	"obcMnRyePf9BD5uikAhNJoygwRSBmQubjTflsWTsUC+vTX83fxaptLnxhw+drWd4a3i49fLibnv219zn",
-	"vdlfxWiA/3h+vtH69/Pzzc1SSfPSxF9U78LdnHS3WF7iE1sJtMlNaGu5VQ1MGWIsUrkOsG7XCTQPsxPE",
-	"BUoXKxzzzHMORyqkqHTApal0d1c1MrO/8x0FFoojdvRLGFzSZyBjBTMNB1xHTohHhxRSunCkuF5+A7iy",
-	"KuaSx2aV9JQJu1tgBslWHytRY0oNFdU0bK/vZRi6mHWnQ+vL8LWsOTGPW5jWoceUiN5z9rAs387VSom1",
-	"A5vYYXm61qy8sblPl2LCaqTehTF6ekw58nD1vd3g+fJyigvjze+iDQ07eD87aAP48mbGBpg5o8SUMocV",
-	"acXI4vbaOnr76M/0eySJoDign4nvIplAIAlTfXTCpRoJcvrjqycS/So5G6AwkspGHkBhL8bR+XnU6XQ6",
-	"iEgPT4iLGEcRm2CN1UhGQvARVsT+imTkjfULzs8jf7/TcZHhYBINSMBvUZd0t7udpz1EGQrxiFEV+cSG",
-	"SMTl//a297eRdVzITasmGc+zFq5sLbwnEGmndwBt+NyTtu5jKzRhd0s5nsqW3ps3Asdm697u9k5Hi7hP",
-	"n+n/LRPnEqa8xDxm6n7W92i84EkSaD0Rjqu3wmocJdfTC65SRWreD1Pwu8D4ZLralTvSZbp1zYUX5l0/",
-	"lfuWDtFAyyWwSwfIEomRVbqgaHfyqvSSdybbs3RkTNIxfCW+wZ/HWCGcKVJjayBgBXHXmbj7vc1GUDbd",
-	"wuUDjXP2IlsnoIH6Z/Jh6ysT8I5DL76Ripg4wN71GX+jUTBY1ZweZz6tc1uawgDx6Lewffe0uj22VQ1i",
-	"/7LSEjNb5mby3MukRHju+RizUbnV+Oe4qA0MtNVnzXC0YVNyk3qiS6/eh6g7xnQSKz0Zg0x6nG6CfQXE",
-	"ifdnbr3LrC1ZTCqTU2z2Nzoj4STAWjPaGHB/6iIbg+CiCZ4GHPuuYUubSEYDqaiKFEF3d/DdbOaiu7vk",
-	"vjEfTRJKC5ZrvkmckpnvTHUN+wWwuLs7WOFsNq9iacDmF2FLPPRtQJNdx4EtcigJlJ00VnAZhSEW01gE",
-	"S6spHKA/HZ3ZsbFKPXf2mSCOKsVr7pkKUMknJXC8xWgjBlpmZaT0DMPE45O6YU/enp45FfNnnY523Ml7",
-	"/d8/HZ2V0pA94hJj9kel+qD+6pvE1WKJFum0CgfVIbjKQL/pokk0CKgcGxEMI9+WxuFR4JduqeIT6lW9",
-	"1hTEjquYaxlt2/Mz9W7hG2J/uMnVIDM/FUTtvIcoP7stQttt4wCLsBTUgjKXVhbR0GrCJOqyxIM3xzsq",
-	"UAIPJA80UY2VmmzITfT+3asKr3mp7JB9fXpkJtQvPiEkCPOJgAgfRlxEWqMWOncSMj53Fvrpl780U8JO",
-	"v/ncqTq1VvWpnTtoI1c1DgpXsNFmCWxl3sVKLvg8e2sWFNBIZFQ5S2Mdt6J8tsZ8rDBcG3FykpnZaBdj",
-	"HvgQIkRuiJjakuS2hKiKSwohe61JtNExwRymRLoZDXGZISFKIqo2y4OJSgT1VKDlUBXfGKRilDX767j2",
-	"j+/iv7zkD/3Vd/o///bdYpNMDZG6GmvmSx3eG1FCPIWAE4RRUus/mX0zT/ExjbfyPQMWo1SmEmGypYv8",
-	"1/MSV9MIvVy97/kLJYOp3zRKLJckb4p1J2ufVHYTi/OUnGNmV6uPtMJS9kBtIRvK9Di6w+I33FOTKAr6",
-	"Cc/Mic33tMRVRD+VSclLjstfq37fhOoHqdzlLTZ+eH34fOv0h8Pe7h7UyeFD9MvWKR0xYN+l6d+ZeKTt",
-	"nrvWNB9B00zOrJIA4xJz96LAh8nZuUp/c0FkWqLSPyEaK79ahUk0QZTgABivs1uDNgyibC53eifFBedN",
-	"1/CDRCH2CZIcDbFYPt1946QytQprOL5IHCsxT4WAy0MMrTLs2p7IuJJZDWTOVj+s1ICSgOb0DT+cnZ0g",
-	"UwmxVStWqi6rkgkwMZ5NCKQ+gHPftMPJlnvUAjgsvxTjsmUZ7yoi9QgiTOmpstp5ynDcmAstDRYBCrd0",
-	"kkf2HCApEiarzZ1DfN55ss7izFLarhWNUhFg8u0FjeTZ2uPEjuSKYf6OtvUxt7PK6fxbktyrrRnftI5Y",
-	"I5hhdQEAZbPbPlKHtiVTs8Aj2+rpO9vQCXGGjp666GjfhGc/O0BXkwCzK0ShBwhEHEETKfN+LerGPaY2",
-	"bJMpF33//uXLo3enLnr59t3rw7M0b76A3GK5k//0x1eHepi++j8RL4LYEoOlDbFGQz2Phif222KFrzxl",
-	"w6gy4p3Ij0uP7kR+DM40S9BX+sdy7QK6Ci4NeKBEvOHKdgzNwmebcgkTCms+mSntugu7d1GNRqc/vmoq",
-	"Djc7xq9+y8o25yUlgYnTXehaqQ5NW5D+VSTJJBS2bzPiJ1iN0YbPlSLGZMsIVD6CX2ViIU9inFudVvz3",
-	"ubOJ/vn//L/IRu3GobBZqLtly81XT35gwlZlaHKzTK17lIteaRrWS0EKAZ6FfkuCkC2AIQ3hdDMBNYVA",
-	"oFIv2g8EB2rccMPn9QR+XWEcgJqIDa8ICKpQmZo5TyBu/BpcCBJtGAdCUlAHM981sUST0WXIGVVcuPD8",
-	"z4evNqHzqoQSaea5XSRNWWjIPonLNS4ondjpg/dzEy6o5EGJBBlGkth0593OU1Oxhyo0mBqkoEwqnI8C",
-	"6e6VXEuDqSKyNB5pHoNvcQA90o0Vb/5uB9hOFZ9832RSWNA7s55azxSw2qxg7u3FmXPgl1S5LDBMg2Vl",
-	"lGHaUaVOjAWFHDNxxjaq+OKutzMrDSKeK4f+kNqhneVMKANbpm56GWQl3KmigvpKOdB/cMqIfwqtDhoS",
-	"cSGHHNoo9kGaE/wWfUjiIlx003XRTc9FrVbrQnNVNIi8a6Livlk8UkQgPd3mfLeF4hkEUVhQXrJx5slL",
-	"/7qRxYXz89bmH0EaPz9vmXiOUvRIr9Te/JVapuElfzSuebDkZQu1whgSN9mPsqOt6Fv2KulSpiVzyiaR",
-	"Am7JEN76jDpbz9Al2kIt1DeJ95SN4kpXAdEbjbhAPh3RQlxB2gK4GDu9ME9Wgwl5bc1oMcCqQl6P4zuf",
-	"ZVthbj0rE98D89oFk3T3c7PAx8W1KzRgZubSI8kFzTdNaDJJhnGi2kE+OYMqtAHJHJvL82K+0d0zGeBv",
-	"uDo0CSz3SSA+RKbgIQjAFq9NnJHewaRdB3DcMvZTkEN3G6TIGfBNczmbgbOSFDnbvHQ+ew2+t7Ebkmox",
-	"Rcs2J29Pj39BZMK9cY6Cu0/3tp/u7e/BvbakfMb8et/YJIJGSfJpc4uVKAU7q1EKMm0vVnrVNkqN+5oS",
-	"xu+RHldWhSGzFfd08hn/3vKk31zm7uI40fmWF/Vzc7PP1sjQLesc8cCE1rn+Db/LtNZidv8jWNSzrzg1",
-	"0bRNj6+QG0XCAfF94oM/FipCumlHcv3xiTT1dChDtEwSftSQhtWT/KIGH9m+FfHuPgaXyHr8cjyissJQ",
-	"CYmvMIvv8fL06qfKFUxQpe6AhDjLvbw4TJtHaG5iWzgBk7KmHPONKX08wVpf1JrENZkorfHFxe6hNHU+",
-	"6jMStI6j/QTTEhd+qoOiUNpA/gtjGjLhplTaUn4aahs5HxLM2iFl7RB/sooqdGt+iKaXeLR6S9S+xEpd",
-	"vdNpseikJwQWo0h/k/TtQFiigCoicCATo5YNB0cBhzrf0QQNprZqma1Whm7HWKErSZjkAk8o0vhCA3KF",
-	"JoLq6Ye2GrU9bdNmZAq2UiyV5lX6T/kxaKFjZfRHacA8/fGVns1AKfEU1Mox9cZI8CCIJggM5VoGh84l",
-	"APTteNpCzw0IxgjHI4VwYhd09XAtzmuZHQl8i6BAO2fFZihX8mNwBVNeYTGSV8jnpQHfc/0DHlhA49lq",
-	"BNKSlggrFUzf6UNsuFZBoBhpWcKcPu4Xh2eH3x+eHl2+Ozp5dfz88PL9u1d9U6PPPvlEGkxuocP4q6Qq",
-	"r29L0gd4NNKIYjhEiK+JtMXQrdk1YgYBNwzSDLUgM8DetcZIaCsnqL5MNl00iGDmWy60yqdFHiLydN1g",
-	"8TEnTq0fdgVbnTK00j/i6WWAR9bNWKBsqqk60c8gFAgCWozLwdCEnkETAZZARhQcNzZp1q6yVWr5jR+9",
-	"DGS+9LPTaW93Op3uzn4ZzNGkzPpcXos0mjjFRRbeW4Z1RdY373KAs12O6gusyO/0vde8wNiYC60CilDL",
-	"2BgJEkBWRrYT4W+p0Mg7IgEnVlFSNb8vEyIoL8mvmmDmY4n4cCiJQjigWPYRO3MR+8FF7AXaYKi71e2A",
-	"JQJ1UYinaEAQN2i/6aKfNXd43cob/8Hie/HvH85e/HDx15//+rrMxFsRO18s+urGkJdXJIz72z26Bv/1",
-	"4VUd4boUxzId8h6o9CZ9636Xyq5pavgoSm5W/foS2P2lsbYRwsbhJaWC+IBHzE/FblcrEJMAe2TMAx9c",
-	"JL5pcpFKF2xqGeoyXaZOtFiJX/iu7F33mPtiDrcuSi7rU6K1OEVW4jiEQcZzKGE+8BHGvBk2N1Ev9cbe",
-	"x0mY/JGEICdlQmycXquY3JaRyWvrbwtjchY6EBfzC1pa7WMFTsLTuJjq0jMs1K/slkX93Cs6N8Sf7qtX",
-	"23I893O+3vNJqRdSZAqdRD3VeJ0tWAeJMVGoFWRp1RfoHCgVMu9EG8dHR0d99I///5gNKaNq6lrNGHL3",
-	"bTMpDwsx3bxXdX0bW8o8cq8VzxZhjTyEhmANrwtb434RylunVgXV1CuykkJ5xBSYFOuOf21Sr8t5X1K+",
-	"vg7887qKUI6p8r/4Mi4C/yBTRK/TqbBDxNWLF+5LapLNHEajUoQEktg0W7ecnPgoI3DP8/gDdDdLCUho",
-	"/cIGhzEONLZAALxPs4uERXWXhkJVJ0HDfbQ8fjQkftqcwxZWbv6UZZsNH7Icc6FWl3uAsuZvmfR2G71k",
-	"sttpNv5ps/ml8puNNyy+5vgyBlk34zshrbmK40CYbja7O3uh+2QJ04g5WFN1Kyk4wEVcxiS2ymV6RcYm",
-	"fmtSfiJrhErs1I2TSIoksEWO+PweNyB56pfL9JpBYYlG9Mb0vV6ajbY0vDFzdjXCONKzy9hhKrvMlCgm",
-	"L2xjYK3gkoDYZcwJvoZJWa5T3ZvGjZvXaOIxJG0I1ZDfhbskIL1CqsgEqBdaMj2goUwjeaLR9V3VrKWs",
-	"eEVZwY+4LHamEOYBinHE3G83mcpy2I6plVxas9BI+uZCkni3dg2QMnRt1oymWgZK97eKKCJZ2PzGceyX",
-	"c+JQmVum1Kx8Wclr51RiqMEZt1NpIqpVlPu8m4G/DUP1qdixl3rB7HMu+PqwNPUEoS6AtAEDcyBbi8cl",
-	"boD/uXKadUmmbtpbqWTl5nTzeHty0Jeiyhe0XP127LKncfWg09itfM9sP/kxAOtqST2irDv26WYLneVa",
-	"HguiIgHFCGRSaw9UAOJDnoXN5Rhg73pIwVcviYD6UNLYdLHRquO3PZGZVnQPSitjXJGG5cHjTLQV+e5L",
-	"vdTl2Ws1ctHMesqw4KzYESQTxrnbWWwRK8nRTVPkSoqFzPn8VQEdsC8RvyHCWkHkBDPpxgEBaEPzxKP9",
-	"2EaSTgFN2PQo47pBQ6rMNIkCuXmAoKDwxwisjK3Qd9G58y4DiykEV/+4C6pPw95U/1LOWooG/Jp8qdDU",
-	"OoYHgCdtWvFwris9nq9mOIwC6DBHsJ/Uz6pZiiJms2ZON1XZFjPcldSfz6wkLY1p11K2tIv7V7DPwOuv",
-	"UaO0CkpMNSVMH6oFHSDOgilw+zGWYyghDcLi8qpN90S8GKjKA63ZtqyqQYuJi4jtA3pCa/IGgdXGmcH3",
-	"8vG7tFTvUeXyf1+lRgxbfxyf8Rnnr7AYkVXEy3WbNJyyRhJb/Zhz41VZTUaNFrBzoVJjpSb9drvbe9rq",
-	"tDqtbn+/s99p4wlt3/RanaSa7oIk1UJA6xwTec/wDaZAJSvJTdVb6cI/PfPP9goCEU+JAIqPUmA1ef8I",
-	"Yb1atPARj9SKzoDJaDLhQhH/NfEpXgmCNUnXygCAQg0B0o+taHGSiHuYCZIuqPVpP988tayw4j0v6YL1",
-	"brmRzgoqL7AcDzgWfq3abPahYupU3efiQK3lNeDCKjIAc+mbKm0dftVaQHmu/qoqSLJRZLFz6UoCLNUr",
-	"PqJsSUuuVTWA1e+r3J4wGskxV+9FMRleM1TZb7dvb2/Pz1sjgW+wwuL8vOXxsG0+tJME7u3e7Pz8j/53",
-	"FJohe5yVAmI0n5eWz9bYqWwvo/slG2Uco0Wyyk3+vJ7sMFnQzGyCpbzlwr+MIAvlsrHyWGBS1fOV2job",
-	"dwzV82mNvNZJ1G8vGkkiKk1nt2QgqSLLRcSMsSyZMEvpGax2k5bRZawoz2hKeFyOBDKUnAKb2aoiWy3g",
-	"dJbbFPKX8qhcin1zrVANk0i6nWaVh8JdU3WDNc2X1M9A1SNZFipsEbK67dXTHoIqJAeZdlcYDTwxnUBT",
-	"yHGcSmQsinPq1f6yizuDC/GhJ1CVBwJnVlSq/90KqsACqgfa4ko2TT/u0MHithzhZpkT9XEu/VU638ru",
-	"9aL54r73/H3nie/9xs8nckAir8eYkE1s391xlwgK2ReXGlCXCQ61BYLMm7Z33XryQW0oi3dqwSy8wo59",
-	"xTTEJv368rfNXNrt8eGbQ2Md1sTdyp/l3k6dmtSZWyc//XtGP0YEYU9wKcHzbq0f8gCyFqCWhMLCGvyf",
-	"KCIVZaMnaEMTvodte8BsCaPDrb/grc+drWeXWxd3Xbe72ykvZZS57YpFF2rUj9QMaUXx+Hqq3288Pqhy",
-	"j2Nb0VO/IxBX3uySrShGMHe/XSSXWJrbfK+rfP7miy/OOH51QJKa8IMpwgwZubNl3FLV8q7Tv6sSXZ2L",
-	"GcD/Ew6oD1fGSqqI1KjqtZCRZco6VsU3xfCio0eo6AVxAPKkTlG+CoK1gGpmeFHW1OJrJMM0+uJxaPGn",
-	"+wWbPU7hlnoukndkCKKE92jlX7QsAXIKVdPSooLLpcckcqU0/iViigYIp9n6RvJ3Tb0y2zA2LZsxgk2U",
-	"CiXabL4jZyGFoTN/zrWR7OIBpTCSCImjTxNBoNxouU7dXOsuNGsT+NbJvK+8PRuj6kGRKNYtLd+vLlM1",
-	"X84ncXABKhfQLotCBa3YarawMLvO8s2PO4ek61jmxY3ZQVMVOH6uRrmgeOiKpLSfklK+v1dJLWHhj3tD",
-	"PEKzd69cGy7hx19fPZlKdldA2TRCzDVROsljrdA3TVJI8nxpmFkS+AWNozVoEZS0Fjy0Ba2vNu7uTDe8",
-	"bC+82Qz9O3rW3t1E/xfa7l0hLtBVSDDbuLuDMjWt69vxbOaic6f74tzR/x5FeoHt19gX1D93Nq9aCBgB",
-	"NJgURtDVf1MVg2FClG7HPCBoTPUtNj1A5865UxkzR5PywwWNtdcpPftG6vJ0UnLfvuRBoCm95Lz6GQgh",
-	"aJlCRoAW7KFoTra3S5M7ZwlGz8oi7CXxIkHV9FQvyuAjOLh/gK6y5Xa4JE8hDla4pUym0WGFukQQA6Yf",
-	"NY1q42up7/yydRip8Zbxp6dMZEL/TKZJbAF4Q4Ep6Slg6nQGVf6oXhdlQz4P/SnU4tmCvpvSul9N2UqG",
-	"3g+oz5W0jP6Hs7OTNqQMHp4cow1JCLJEFVftmQguyTnzOFMCewoiMaHaigcRiNCPIU7NwpRJZWv94CCp",
-	"PAMBdoLICWeSSGu5PGfA+U3zDSQjqoiLJAf0N9qfL+hQASXavqE+aZ2zc7aFTrAaG4KVExIExqoLwAZY",
-	"aXnyiUT8liEvoKZ0EDHVjMI+dOOVLoKLmnIm3XOGktZWSdGjuEQF0g9CrTUZYDlGG1fz/vsrmCL7A1a4",
-	"LZPEjPaVG/+abaJrez7P2lebJk5RclNJFCNJ2SggetY4cEZkwmJLQMjPNbcV8VnBivW0sGswLDywVbbM",
-	"O5NqJTKucJ99XSSJkO27azKdzS0a2rTKtulRPbuyYGCVf3m8w1Sgq0gEV7F1GwDSM4JJ20WMCw0A1Nzq",
-	"tvasKC84MMWNzG4miQDtO+rP2oaVXyU12fWUpksLnG86wRjq23++2myhoxtDx5o8AskRhuRUqY8dGo2Y",
-	"7dEAUjaCZQMpcZGE1dv22FQPiBGFcSSITwXRJKNx1rwmpgJIzaVEoqtftmxQytaxf4U2iDfmcZIHYD2g",
-	"sMZghTgjZq4m9WiT9ex0duOxV6VFca8OgBZYkrNl9iR5fCd5PFeA9crEZkNITUBDw+S9MfGuiW8b+ep5",
-	"9d7rDUSwxcBGJf2sh+gHR0RJtNPdNqXgzHHAUrUgK5HC1yQjng5poDRMdrDpTmHYjkFfQ+Zo4+rl8dGr",
-	"F98BWliUhW8uL1+9ffvn9yf2F7Mw8xVUFOBDU93MRTT+l7mQPKFZnIto8ieQE5Qs03O4iGY/EObHX2f+",
-	"lFrBddFI6f8TFwVK/5+4Jt74QG/wv13peW0X5KvvrhCDWGG52UJvWTCFtYJ7CzoNaEaoF0wgjDlF+IPk",
-	"JOFC0VMm15Vhn3TEIKTwHK4XqiBuKankppUbfUpwp3RbHdvziOmf+s52q9PaNmboMVyoKVV6PAiI4amW",
-	"JEGy5UYnSeA79p0+fPs8GQ/zxSBWKkbpkLbNXztLPNGzCyOXE6m+ty3wIRvE5ihMoOSWflX7V8nzxa0+",
-	"5MKrC6WNbRR1r9vazWZROXu4R3b87qDjPRtmA7gAECNDNXDBxftQbpPKqRxKRMQoNOZe1ZP3Ot2GC87l",
-	"OvU63TzUyxLfIcsK4JrP3TYzA0b6HFKLbAt/PXGW61W9yA5v25HHvnnTTqcy7zfZi3bRvAvPdZc/957h",
-	"SEFBQOKbh7aXP5R0qYEnujWeiAMgzQO7deDKB7bBg70abzISxAsqNbqaJfWe1QLwNWZTu/Ug/+/W2fd8",
-	"qwx4arvWrsehgeaZp8ufOTU9ZL6HPi1Gxo9zuZyfoYWLFnORslUQE0sGGkyhkToOAn2HM67GlI1aseUn",
-	"TnuQzoWeMyO3xVKdbGcyatvVjK1QGqwRV7M9sF5rqnwAQ8sl/zp9m7BbqKQTm1kzOasfqrnaxawufzhM",
-	"Xx3nJtfiYJ1mK0zq9iyszpOYfT58MHx9r2MKxfW2L/JLqlklJF/KaJkNONcwZdngTAO0mkPjlnuzixJe",
-	"fAqS/dYEU1FeKYkL001PDwC581eA9gBZDdCLi6lmEtH0sCubxQc9+SQpYfH4dusHU1x1KY/Ht/HImfvo",
-	"t0NSgvB77Ce4+Zu8Ib5uVp9j2kfP0D///v8BKsZcC3qrJazbYOoNEYZ3m/gnpPiIaBUty8ET/X0BExe2",
-	"fuUCDh4P+WrYt6mtAIULDBd7tvtM/y+pPNl3uj84SbUCM6a3Yzidoz7rXc5aIZ3Vc/1iWdDHZfkLeH6e",
-	"6Re5fq+1e+F+yG9Qr3vxW78L3kGeP0P6W9PCG7yecfWkNcNfM/wvyPD3geGbsr7WsmNZLvhEMu5HUyMe",
-	"UNUU15f12H3RPmqChJrZF/ST1v114S4wYpiRJpDmX2rGuHPGUUh9G16RqRQiOA+dfjdfn6PczLHT0aNS",
-	"d5cxfOSYY1Xv2YU+Sq4yvqTUQbP6OyLdggojR25xpWMevNrUQlK64oUmk7iug8+Vq1XWxP6fFOVZW1PW",
-	"1pQvaE2xXnLFM1wZErqtj2owjTtzDrgaG2+6iYZBWCJGiE/8zT66++nw3eWrw++PXvWRCRRHf4V4rL+i",
-	"Dz5X8mJWwxRTZOt3sRQ7awc3erF6EXNMekTUq0zUz0P4i7ECp9yheX3UWVmePHRxMFLsCgn8yxBqZ2f5",
-	"E7Hf6JsTVfTh2PLRxhVpsog0koPz3GLyhqnga92CBnk3S/HZfYgY4i4dnoSBWbmlNvmk3poqEorFHPNE",
-	"lbiTx+1j5gWRpDcEBfyWCFsJfSM0m1MW8hCXe6undKbpitVvjiaTWm82Beaav7dsromJu04nS+qudN0l",
-	"xWPnGvDqC06rZ5gh6HEBXtYAhxMT61P1+ktJP1fB0OksgeLi4Zo6BAkaFmjC+8D5mQndM59TVT0rsRaq",
-	"z6Wiare37dbz1c3qmy4yMfAl/PkwCYo0NHKArmB1oAzj4BZPJbrSC71CG/CD1mEwCjgbxWZXG/w0FMQk",
-	"8Pw+JLjf/MUwF0o432rgX83/6+itixn6V+iGn7m9Xm1vtdE8V+5BXzW3uof1MZPDUlcdvaiQP22KtA8l",
-	"lEUSiWaUUBJIYtpt/E4d+40Z2Vp3/Up0V1MNFzA6oFLpSzwODsCpZSXWYOVCFXa5elqIScxEgt7h0WjW",
-	"vgPhdta+I8yfLRK10zYrD5XDTAX/OQ5Tq6+FU8ks7AAXXZOpSdGkSib50t+GZ2AtGD2OYBSbMwFDrNeW",
-	"IZqoYxDr2Ed3h3/6U2wImlnB2URDRyHquCb61vTbdQvdcvQIPVLjtqkjOME2+jzfK2c1GnjMJiC9said",
-	"XcXNckAbUKZy7yQgKP4+UdEmWI1TDQ2PRk5RIskSaJweYT2/SUuefAV+U3nf6FplWcFL13aC1fgUNO6a",
-	"g480Rl4s4nrLDQlrE8LahLA2IaxNCGsTwpcxIWQvsIUGgbUpYG0KWJsC1qaA37cpgPqNNX0zaF6/90lA",
-	"THJ/ntma7xM2W2A+tVDsuWVO60v8X3uJv4CjLG8pAwnEc7rvYyilj6zm9Vqdtk2KX6TYHXpxLYyHSf6F",
-	"epNGyo8VZ18rwPVzUSxIFZedXdS3F3Txrcm5SZeHse0AgQZEqzfAfzcU54FEkSSIKv0FJBEjbEbmrDgx",
-	"Fmb4cVnmfXVofzroqwjulxkjT4g/ORdplL8JTjfioY3r7+TD9tNWgs7frqnyxoQ5uRTVv2VjHRtos/PN",
-	"JR8jUrNsoXld3kRkdrIlzDIl0pxep7e31e1u9bpnve3+zk6/22l1e9s7u3t/MQWb+86CHgu2/I2T7pxl",
-	"MekXUNPqwe0c8sWHbCPe5arAdqYBb1Y9KPRyXLYhvfyGVGZ6pBuSRZq0FEnuy1obkwpJ1anS+j4y57zT",
-	"2cnUPyxt65pfOCznb2Hcexvyly2Z3EuFKvQo/8IJGm8ZQYQpUWx7nWbrzfe8/s1mbaxCWH0BNS/fsmC6",
-	"zt1YZe7GU8jdSK9RrUgVEq0pS2wEgI4tdKwk2ul0Te0JU410i7NgujSZI8tgK0VPrc8Zzbb5pW5Mtm6t",
-	"caf0c62xp1yo76e1RhIsvHGdkS+h8kk9cT8ee8zqj64dYZQZbucvcx9kugeknLhYG3beU/GchyHekjav",
-	"zkcaN9w469O2cEzbio2xrHJf6AcvL+NiLWVQZL1kZTNkmyJcXlL/4XOkndgWTLN4PzKNmiuXnly7GurL",
-	"S3AXVr+ywk1Tx4wEpSbXOk85m9wFNgmWJsuaDuLqRS6SQPYuklwYp/cEQwVAjegiYpqBnv74KsscLQ80",
-	"loJSxcbIgS/i4qf3Vk4qxeI/J1/kyzteejzgQm/ScKgl2LS84AdnzEPSIIfYQG+rpNY31NdB1rgn5Trz",
-	"6VsVPLaBogyap9lHG1caPa+Q9UyDPcFEggxIgHBcA3qznJhK5Yxc0uhiE26G3B5owl2bYldlik1QI2ma",
-	"nUqmaRXCtOl3GYtdnAPj3P/OXB/2CsPMzJZWXpP3iLOH8qoXUNrOG5c4yfXXD79i03Y9pV0ALgNunr0c",
-	"0k+mjXKAldPf6bR2XCdgI6e/td16OnMzI61YF2IW4cBsVYMbN64vXtvIVx/V1+7c38PdvGMLOghFcWCb",
-	"tRygqxSvr1BIxIggrJSgg0iBpzX9YPInBQn5DZGm3GkVVUdlwSuR+gKC7yOKsWuiWhNVkaheapIwpATU",
-	"BX0An0gkIi3JgHBzBTh7hWL0uo+Qa/qu1zGuQb3ytYXtS1vY7mWhSfvWrwXO1XmxDR3EfQFkCwGNmg+o",
-	"aM82Xz9cFF1q7YkbDDz45jPNLra6aEhFeIsFaXrlASQrNt9k5vTXt9/v5vZ7Htt5zD1lg0Y2pMcnBF2Z",
-	"L682TaeXXJMAreK//vHsDCk+se4pNaYy6aigqRQZU4Gf9gKbVyUT8q11fd7ROhF/RXpd24z+1Wj2jtzw",
-	"axKX/lclPH7FHH359Q/oAbH6izEvDa+oIbslJrC1+PYtiG+5bm5rWn8ECS7X4C4Nx42p5DGltqSz3ApE",
-	"tkJYFjTKcv7xP8+dBplrud6EqxLb8tOuJbffoeSWBiuwbNTGQo/dZhU51r0LMyXN6spjOXpci2RfjRsv",
-	"wR8t0lMlS3x2eYZdr3Kd85ALeX3Kq3IZ7CVF/+O9fYSbuH7BrPqev1Vc38WOuiaAZhBEJO136fzjf142",
-	"v8ZX7MrL4/36/v4d3N8nOS/eAqJc6In79oXcNXWsqWPlXrlKkda2UV1oyjmCMWsLTolN5kEx6BVFhFT+",
-	"ybgkE+MixIE+U0FHI6I5SEntpXuZfeCA12HVtVJJn0hkaAZtDDVNmlbT2Ld225wiaQbmgqeLBXpuyWDM",
-	"+bXtTgydnyeC3mDo08r5ZIC9a8QFCii73gq4hwOTzY02uh3Ifuu0910Up8LpD+esu/es1dvdgc/dPRcN",
-	"vU6n328/ddE///5frqlFoNENutcGN9CUh0P0C9QFQpAY2UWcnbMr26m69aYFAEYsIFKiq9OjN6dv3x2e",
-	"HF/+fPT9D2/f/vny8NWrtz9fnrw7/unw7Og7KCrUQofMtro2rZlvBVVEnrMNSdRlmmEWflRqM1bHYc/i",
-	"dtqcmSYY+eZxaix4NBrbTslmk88Z7JTiiCq3sAxQ4q7iKa5QG12Bk+YKbWDY5M0WOiXENPQ307VC26O2",
-	"zJAG5PIQAcNuKjDRATzt3J076tzpo7s70DZNJ39sv0qSNmezWS6ZDlI11RgacZ28PT1Le7ZbvMrlTMp+",
-	"u62/lC0LS8vjYdt4X0EJ0Vt4xt8YRqOBm+BpwLGevaOn1pvm9J18VffYe9vGARZhCoE+VZg1OUXA/0jY",
-	"7mLbnU68vaCFnEedzjZxkkTU/U4upzh+TSuXW+wWnchj08e2nngGB7liA2RmznXU/zdvTGSGvVheH7N4",
-	"6D9u+pSjMQ98ia4k8QRRVy7wsB9eHz5H12SK+BB4T8zkJR0xQFzpIjnWHA5cxJzlXcDJtVEmqdmG98uN",
-	"jCmXWtsWvxbbYoxOsWXRJwG9MYX2Nia2Px5nxOarCj6ZFFJIMhJFldWx4tzrioHrM19hpgAcl5tmhHiR",
-	"EPr8QcqvkhSbFQfRD9YxIj5YaClkDzS7ZFdsHsxg6tr68buzDfYzisGQEn3/QpS/GysbAZXK8FBBJgH2",
-	"iI9uxzwgLXSIvLFWn/zMFKAPCaKfvQEs0XoRUbassqZUrVYY9buKZitskvcjukcSXtd0taar5lZF0K/c",
-	"DLlo2cUqsKWmxjrSazsVfGqYHl8kg7+MDbLKLhfJUsOcFdyAzJWYmj/tAonvuM4Q06DcWlfxMiUwk0Zl",
-	"LnthagB0Y6vgSi2Bdr+n6yiwFZsQY9tWiv35sst98EtPiIgvMj5EBHtjlCJERpgMsNJPYqVIOFGrliZz",
-	"1JstKLKEYt9mh659Bt9C1Gf2yNZegGoS1nsDQmHqCshhe5YEcxSztHxKdppVeK6xF2Zq6B0+f32EnnMx",
-	"adU3jWYhWrGFdH7qtaH0N2AozR5rg2DLIqEsuHfursm0huFzjpjW9s+vx/6ZxxItxtgyVUmJPm9MfBcE",
-	"nJCEAyLkmE6kzdH3Nxfz2Cqb6GKUaHhFrrFihRbS7MYuuT8bCZLviOSRqFdZZVW3b6GyaiSMVI+8SCoe",
-	"EnHP63fFttN5VF6ben7X4ZUlpFZhzvztiKlrOlnTyaMEWi4UZwVfmjb7jq+TZb8Rs4k+qrW5pG7QJCA2",
-	"2oA+Ki4iPlVcuOiGklsiNt2kF3KWloBcymkoUQWrJH79Oue+p7qW8Fco4esNLTvVh0n0OZyoU0tqXUVq",
-	"XUXqN8pabSGojbjZEWZ+rnyN3HQRIzfQipdQgUysYoMyUgss1ysrAuVjOR5wLEzBew6+TEGwX18XWFeB",
-	"WisBK7dqJw3ENCK4yNaBGkZBcIU2rHV7E3GBrjSyXh2YoCEgMEShJckVPHq1MOK3vOhToxpP6+pOX111",
-	"JxxXD8Nsiq4p8zcPQIGELB9JPM58pNnyFFEmFWYeQYIMI0kkooaLewE3n6SpLeZxxog352y8d4GoippP",
-	"kdQ/LhSn3usha2lqXprKG4GPPmFPIb2fDIekqnVK/HuzJi1mbrIVYhog7PuCyMrmLEQPWn1DFo0Fazmt",
-	"UcQAEE6WeIHYlspZ+rGHiFkGAfoO9vH/zmR/Oa4DPoo31gTrY6BpKW+5gJdzIYintsZcSEiCjzEVZqov",
-	"m2nwV2yfhR1Zxw18q6Xbu/m2Kvo09UUpb4mQqNfpuAibCOxJgNWQixD5nOTTa2PKKbm7aoYKJFS1lpm+",
-	"mvJL+kzK+WOVra/8FBuxkPUBrsTWV312zeREPU8dz/1Db8X5uy+GXCo8HDZoIaYhWbGj/lu54NY2h9Xc",
-	"iL3SZiacBVNrVGAqTncySUwH6CoW1aDXrlEe/QoCrPDpf0nB8iHS4zuTybWmrjV1PZZbP0bPK7C9XAFm",
-	"l3v5l0me7cs2lpKO2OV85sQDbsJS/dC8qJh2cU96/jAXnCM4lN8wDlsAI6VZqkgolxHvIcAXWlnZmh2w",
-	"EHi6puU1Ld8rlC0yRhXQGWk+ptjSMga3M1QLMncl2FD1d/pJQRoSs4k+/gLEbF70SMRcQbz5oqD2icU0",
-	"bb3BOer9YB9NUxH54Ffiral+TfWr8Xnja5KSPY8U4sMC6W9wpgldy8KMK80a4C9ENAjLTUc1O1use1r8",
-	"C5v+510gtrQ79av8Hn7cnrFxD33z5H078MdPL++9/0316fh2Y2SW9t2o4ASN6vqvK/r/xiv6Zw64wPnz",
-	"fEl+DPpxgbikioxWgUwdTL0OaBoGwSByytSYKOolcD6Rpl4NGlOpuJiaRLkB9q6HNAg2XYgXINiPe0cl",
-	"lewzNS8xEvg2V+O+1C/8aRJgWl5mQn5sUleidk0bzsjbYeVtWaycXXlLxANP4907jffYmV2AiJk/krPM",
-	"Ph0gLmwhBbsB38mPgbvwqChUWEhLbzq/bFkE3zr2q7DUDm/bkce+EX5/cxLrN94B4qAhLuBymk2o9fDk",
-	"uBX66B//3X26uaruEk0aRqxbRaxVwXWriGqfx7pJxJou1rmLS5tEeJxJHpBqa4gd4CyVCBX5pNpjFQY5",
-	"IjIlv71/87mnhUykB5gq4OYH/RkFmI2+O3cIO3dyvxHsZz+HRGHkjbGQRH137kRquLWff0JRFZg/iSRM",
-	"coEnFNkVmBHtzJB//v2/FqrtpfKlne2JRBM8IquSF/UREy8SVE2d/oeLoo57Swbxi7OSx86miyQRN8RH",
-	"Q8FDkGcGlGExPYDoYnkt0RBKX5ogZaokCYagIUnCfAhBBt8zZeiXrcNIjbcgWjiX7BpjQxFj7iZYjWfL",
-	"8OYlrY07npR51OkLzhW6Q0PO1NYQhzSY9pGcSkXCrYi6SGImtyQRdHiAZostOI2xcxlu2Bl/xTfYYEh+",
-	"XhpqHoOik4Arczbn6c7dEOZz0Y4mAVdtGNIiMmz9Ks+dg3vh5JAGZJWay07Z8RglMqfmLQXuDUcy8sYr",
-	"BXABqRzCi2KNOUM0lQi9RMfPT5hQIJ5MWr9KF0k1DUjLk9JFuTP959//a/MAkXCipqaLeMwqQD3XdJNq",
-	"5/ZTXhhYaEzURDgmOFDjz5XUF/9+Lz0+IwHZkph9B9pMaNUHj+CHwVTpKXd7O739/U7HdW5x8JxHTKVL",
-	"gE4gp4pPvjdjO/Yr+c7EsDj9zqy2APUDLKgMxw4DevOl+PBEcI9IfdkWKsEVmWRIlKCerDyf+Pd6nDEh",
-	"vZTB/AGd/efJEUpuuUtj7rqkbESkIv6l4goHCEyjRJyzZQN3euesGeM5ETwkakwiiTSQWrPm0hZs5iLE",
-	"6gucSQYGu6Now0r7ZummZ3+AFWEelOKccB6Azq9pFnYCxTuxufBE+YQwPKGtmEhKj9UOejDZUTbkcAha",
-	"WNGnEJ+e4zo3REhzAt1WRwuU8Uv7znar09oGu6UaQ+uYHHnltf3kFUU/bjLdHA6kExefKjiJ022At8TP",
-	"zXuNy6+ztxPCDk+Okc+9KCRMfRHipjJ5H4Sl/8fp2zcLEUIQ7E+rObD9eWUMGOarr3C+M8PnNxh+WJ2w",
-	"cD9tZgGL9bHCAyzj3iuGgMFQBytDVKKQjgRWhZosuePJv+POAan2B1iBfufMtV/9CJZy/Y2GQ0vSpWLA",
-	"VYiviWb6V2gj7Yp1+OLFOzeufoj6+539zuYBmkQKTXkkoLmVzdhCcThK2qep327HDb268CgY/Oxqiu83",
-	"l58LPcgoI1reiNmd2Z0M8rZS0SKzJ/Nu1YzrDG0owjBTm4miMCABZyOJFM9MZ0eXzAX5TmjjqOuio95m",
-	"fGJUFF33ieays9nKZ8aVQZh7uI9GgkcTqWUx8zr9lriuYMXM+UI95XtgapaYFM14P8ZY9lFpFZPM5KbG",
-	"RZW/Wm/HtouOdlx0tHuAEvh2s/DZ9lolkySuTL1eO6ML3h4uMobpjaO97Nxuao62b0jV/fl3HGbTnm2r",
-	"O4Njm/PlBbJq53b2DTYvdX76m25rz1yx9oaNC8sbLB7loNQXcckcpworKhXc60dPNzV0Elgj2jjaN1Di",
-	"0UiQka01efQsCxpmOJjqh0tmfh7Xupco03pOZnDX1r/vx52dpGvycyfRIKByDP2dMi3ushu07xb6zGWh",
-	"soW7Zxez/xMAAP//",
+	"7L3rchs5si76Ktg1K8LS2iXedLFMhWO22pantca3tuTuXmPqiGAVSKJVBdAASjKt4cT8Og9w4jzD7L/7",
+	"vMI8yjzJCSRQV1aRRYny2G1OxLRFEoXCJTORmcj88tbxeDjhjDAlne6tQz7hcBIQ+Ps5uaYe0X9d4yCC",
+	"PzxBsCL+sXK6TqfVOdhpt3c67fPObndvr9tuNdqd3b39g784ruMT6Qk6UZQzp+s4rkN9p+vsD9v+rtfC",
+	"TwaH5LF/4O0P9vDusEP07/LYU/SaOF0lIuI6AR6QwOk6V1R5Y8Ic/Y1U0IaqqdNtPz7YfXxweLDfarVa",
+	"rsNwSJyu8+ekNRcjzOhnbEZwa95/6O3hg+Gu3yHtQQs/GcajcNL3YS/Uw7H9HT97dYKecTFpOK4TCd1g",
+	"rNSk22y2O48brUar0e4etg5bTTyhzetOo9XMvlc2K184c50JlzQeXYCV091rNfZcJ2Ajp7uz23ismwg+",
+	"IUJRsyGXHg+4cLrOH4ZDPWvHdS4D7sGrLof0E/EXdJW2VNOJnlqIWYQDPRCFR9LpfnDGPCTORc15+kAd",
+	"srlgS6+xoHgA1HTf3ppJX81sx6+jcECE023PZq6l15dUqjzN8ogpp7vfdh1GPqnaY/njBI/I004varU6",
+	"B/rvS0k/k6f7etknglxTHkmny6IgcB1BZBRoDvqw4ZENj3ytPHKhueRNYc/XJtvvRze5XZytmY4K064S",
+	"EYmEMEz9kEz+FS8WUMk7HtQ++VvdVqvRgv/9JZ7fE39/8Bjvkd1hx8u+IDM/4lPFRTrD5HOt2Qiu6bzy",
+	"NfEcqrZ6dy1b/VXOHPbvvdQsn5s3U9hTr4gac99MzMo4EmIagMCApg728f+yamDD46Ezu3BXInePhjh4",
+	"G2CPJMvpkyGOAvUcy/GAY+EXvs+LpNxPhg7NV2ag8wN0nSEVUr22jOLj+JtzGiZHJezN48HucJ90vLaf",
+	"Jfk9XHq0slGER8nL9cH6ko8oy35hX+m4ThiN5Jir98kGym6zeXNz0xgJfI0VFnqkTfNnszXwDne9wf7j",
+	"tue3vf3WQHMiOcSPD8mwvbt38Ef/KfUJU9Tj+pRmIMBfcBHihGBzzLyiRHoAASSsuKjPK1+GF9YtGgsL",
+	"/yw5N/JKyARLecOFfxlNfKzIpaIhkQqHk6xK1u7spnrFhevoRp85Syiu1sgjSYRsLqBr3cAuLQbOuCED",
+	"SRWQbSwo1nEebsTLRrxsxMtGvGTFC2giP1s7ZCVbo1OtPvuJV2qZtTxvHc8ZwOux4mauA7yUqvcHuEP2",
+	"/Pag5WXXa3eYGZUi4YQIrCJBFtjt7c6u+fHnrCIHQlkzhl3HS825hYdKiQLcAHYXOu3G/ixZk/xwigwo",
+	"p0yNiaLeyaeJIFImu5GhLyPuBb7R68qo3tp//p9ndRc5tV0XrB2MXL5f1l+7cVCjv6bpzckS6RewDDek",
+	"vSHtL0baFzNN3WOCfSLg6Himl5ip51RmPWt5Snx29jMinyZcKIk4C6Zd1MdKYW8cEqaO0JAGRK/s057z",
+	"r7//o+HJ657T16e2VZr0UVDe3Ixqp2rUpivHdaQ3JiE2J51SROhB/V8VfTb+Z69nHvwPJ9kpqQRlI+ME",
+	"wDc/ckE/l030fEyQwDdobBqgrVBuu+hmTBgSRC8T5fqvkF8THxqaCSDKkIJH2YigreO3p43QR//83+2D",
+	"7S4akCEXBFHlIpAdLpJR6KKQYOaikOr/4E8uksp3EWiRCDMfaTZAHg8JGgoemt55EEQTpCgREt1QNc68",
+	"U/CI+cRHPFI3WPhIcUSV1N1HihyhCRGeHn1AJPQOw0YBlUoij18TkZ2M3uFGbtFDymgYhU63lSwoZYqM",
+	"iDArSj5GRKpTv2JBzc+I+miLeGNOfLOievReQAlTSOr/cEYQHyKsUMilQu3OIfLGWGBPESG39Yh0T1QQ",
+	"P9aZMyPEn14SNlJjp9vuHLp6xMnnUiIgSkyPh8r4RPJjPiMeZ77Ua3iDqYo3UOhHKBstGciipZq5zgQL",
+	"HBJlme+5MTrOU/E1t4DxT3pp9Ir5XEmkxlghDwsxRUwv25a1XqAFFoJe4wBpoQjLpm0I52NExDQ9FlKJ",
+	"mR39fwgydLrOH5rpHWDT/Cqbr2gQUHM4mnuVP5Pp/HiPkflR7zYX6G9wAuRlwd/SMwpGNsFqnA7MHnmL",
+	"1nh+O+1FjzltKocEY0FbAb8hwsOS+EfInimGICN2xfgNQ5yhG0EVkenqrWGMJ9eEqfI1Y4joHxet2YDT",
+	"gIidMVflQ4IOVh3Rp0mAKXvFfVI2KHlDhGFSHk5oQHwkFVYkhJEyqQj2NVGKiDHKRogqtCU/BtuungOI",
+	"Jy2BTn59+/L49DU6fn388r//coImAWZoCzMcTD9XUycxI8vRJmGarT448mPguI7twbko4+4XNFBEnD6f",
+	"n9XJJ+zpdT4CaQNsRCViXKHOHhqTTyjEmjbhq7Fl9rIBUt9ZvLbxEE7LjlMehnhHEi0LNPFRXx4hgr2x",
+	"XmAteXDAGekijEIcDLkItWBnpDg2kORywmmQfrVF/ctLyp7+6c2b5+7nz5/RkOoO9cft6rnoR2rNJ+Gw",
+	"sn6Msle7mzorA13KqoHDr3XGbj0Zxbd58rqLsKHzvtYzm568PoJDRxL1NFLDncO+IWWMjMqEBL9x0bsX",
+	"z9Be+7CFPkZcxTthvCaJLiDHXCh97OkNNJQmCPYlGmDvSp8t0AiHWqJHgyCrNnTalXs1NFPJzteKfqfr",
+	"/CbBfRMziv3oyetyLnkL3qbiorR3Blo0ogkeacVBqyF6pIT5aESviUQknKgpsgZOqodocWMUnKqx6x7L",
+	"R95203OzXapi6LGe0c8l432JxQjkFGao3Wq1ND97AQ4nxF80ELi6Lx/NfqvGcNT4hJXoO6fMCyJJrwmo",
+	"jkcgWaz+IBUWquJAIcxfKLtrnst6WGf6NcsGVjEMGOI6BvKOSB6JKhWBLTrorBOwZHRXZLriAXdGsPDG",
+	"8yN4ZQWpUQi4QPoNLtI6wQ5lkjBtCF0TowaXUZA0HS95Oxfqh5L5vzg9eflcv3XH/LUFw3DjQcTeAhdl",
+	"7WStoQhiNH67uGiMtSZIwu0jFOt/jNyAzNF2RH5hd1I3RMWcuFCXg+mSSSX6aJVQ/UULBCOmnoKABU0T",
+	"YYnIhHtjFAKVWBVb06JeidOzN+jwoNVOxQkfDiVRsdJrTYhHEqnPaItKvlyvvVwoKkOZEZTwgUpeLibP",
+	"+RVhZbrEMVL6J7BrNJ9rdUcSTxBVxV/07lx++jy5nKnQu/VPMWPFTtgib4FDdi2sFfvHzMI8yFzjV1TM",
+	"N/4ZUd9NpQnSdrBA2Or8+QVY4G0pmUHsVbnjylRaI8nA12aP3GmkM/BSTjiT5g7hWGvUinryB+xbiz5x",
+	"wTH4E08mATXhUE1QLtLwUDNPZe7L/uvszWs00UoUIkJoQYfIpwnx9MQwgl/54DfiKWeWHSBn5M0QPKaL",
+	"iONnHFAfxnCi+3Zm7uL2z2FUb1gwte2NB6x4Ol7rbtGQksCP/SBbe61Wq9U2Bg1GZno7nAVTNOD+NHVi",
+	"wCdrRuTmp7cr42r7dceu645xlZQN2zZvpj6VWWrg1t8PaTYkfqjsTXHLpu17NqvLn8kDc+t4PiYZxlvn",
+	"1J8ZxvgmVoCRmwdahedUaj73V2NMDwz8vc5uq6U1bSIlaP5O7KmRyLf9NpwVlyAekOWt+fX42fASOPgU",
+	"T+QyuhlzqV9tLsH1GIY4kGtfsPj6ZgWamVizqAbFQO+rUo19aG6ljsHk0hqPaSfXtxbgeqqxDPWmYXqr",
+	"oH3wQ6155PV5f4UJxJ0u4GHjlEtcWZKOwNFldDxXW/g3+gCgEnG2Tl6H8T0nAb0mYroaBd/thhJ7duY3",
+	"ZDDm/Mpx7VenzCefwJeNldKGP8RJll5oHpy3Ot1Wu9vq5IJzYBKVbfcbB/t7u522bguqQjy6sVKTM4WV",
+	"Hm+n1VoeCC9t4/SVjusogVl8p+UoQUcj+GF2UZtl57diIefal1Mi3TlTbI20UZMmVpji8qkBM6xRJr3g",
+	"YkB9n7A7nWUtc5YlKud/8wj5HDSwMb4maEJESOHqVp86EyKsF45KZChbTyQ9Ce/weG0SSiZaeUZqeQOm",
+	"5COJpMcnBPncuHnt5Ry8WPBIEdBF4aM9RzOXjbvb69udU6a0BRmYMd9hh+D6PbtDmVvA3WEHgxHmH5LH",
+	"wwOc24r4zUgSoecOYmGF5c6PvJSkB9HoyNylweDA8WKuPbPOBkT99a3na/4sXcD8eJ5zRo4Q42BGrPON",
+	"6gWP2N1UxdZefvMssT2Kr+4eoRtsCHSo35Fnptfp17V3LR5t9a6l5vAVmcZOdm0GG/OMcTXWdr8Hp98j",
+	"mXjJ1reixTyZFXTKYlrVQt0y95762mXhsVIpk23zMAtzNzvta1kfrfU9/Bo9lFEy9467Lc5yXSDbeo0q",
+	"QZxitMK6xHHAC9cF+q2/FrZ5KYHo39Y74YcihqTv1Sa+fPN1qzVu+pniAo/ID5E/Iupumsbjgl/DdokG",
+	"0Ccin8Y4kmrOu4F9H2wDHLzNRACCG6IYX+3ZEAl7Y2BeeTF/NZgZRRqwUD2c0vuG1IP7wbw37TRtH/tP",
+	"y6nUxwoPMPhXzA3u2cnrszfvjt+eXv7y7vT85PLs/M3by7PTv5zkg9WOzBW1q+0YomysWBr4NuKIswZ6",
+	"bWMN8nczoBHcCKoUWaPYhMuXlc+UyoDyvfPWfomRapyExvKsG2jrJ7klmqa4iQclGMxOPWin6+yOf/7Y",
+	"Cn99gt+2Px/Knzo3J3vi/GD6/pC+aU2OO/L53vBPB+P/Orx62aqvKeVWZMExZu6mUufFQzstYFxrNUzT",
+	"HhfKI5ioXOdEOMQU3Elxbhd9rLZzc0egOEeB7ruxyn6b4Sy0HuMbCGstEuRxNqSjSBAfBTSkKo0QbB+g",
+	"V/SH7bWu1yvMpvZbeTfX9JO8vfEOK2IHTj55hPjE75oATISHigjURjJvdJxzjkLMprE4kisssX7bS/2y",
+	"BX7srI0u0tFRmcpztAUmJFwL4fT3dCuKiw5BqDtJFOriNU/iVWfufXbrPcORgvDmO94itNr5rTqO1BhS",
+	"x+BB5AkCmWQ4kOiGCAJG4kTwa+qTgp242pO1d1N3W7mNr7nZRWs0plesAglyza9MpN36mCO73OlN5B3v",
+	"VR9oweZuSO+6bGgLYtoUVlQq6klEmD/hlCkbZCeLd6jUXmmvba2vMQ3i1LLV9cii7D4jAtweUdrxCsua",
+	"Gc5CqZIoax5mJlxMa2HeWAsUM6ZtF2EEcS5IYJbG5KXhuIqGhEfKPtDZtm5CgigbEQnU8jEiETwyJT4a",
+	"RkGAhlxkFMPT1386OTu//On9yfuTy1+OT89tZ7tfh9SS0WTChSL+K+JTfLezeb+wv5leUai7RVq7XmmL",
+	"88Na5HPUJ7RM7pMwsv7AnfPphCDjvIIYxuJc0BZE+IPn2SMTiKGQEGSwTtax4BArGKGRrN7/xAiFfusb",
+	"oLZ5KZvo39Y74YeyvJO+V5v4ck1Xt1qjoluMpLmTNpD38t9m7OZGDLz0wTlhCmKy4AtNvn8Qo4GL/iDE",
+	"aDQYuEiMBlvCHbkDCAYUowE2H1283XAuslZ1ZtDoZMWbgbnIoXpxQDb8xyjwmYQBLV4h1ieJbdqy9wn9",
+	"256jm/ecLvrQaDQuZv3tdW5bmj69AuleZx5bSL5J/7MVVjZ5pJR349/Xvwh3czf/O9dC2+YPtx4PJdNy",
+	"/a++GMtlW9xybfItGaMJbvRsVMRKbr8Ctkjx5u4dj5hvPWEZrdcagLFfTBIlIUvvCDGtdlFp1K+JIB6V",
+	"8VU0/mTzDQ7cXA6hfsSQqonnnPc4mhjQ2yWeRGhVREuZ9ye6zvFoJMgIK7LiWiUJ8vk1YrGmKZVvVJ8h",
+	"uYl1HXXDrZDVa2ADtruOSYhxKidvMm3mpmhGsGhOlLNMZCsOghrxpklY7DvMRgTCTfMvjdH6XAenr3Eu",
+	"IMik8HDufIQhZJ7IeIxDgpkDdGBIw3FtUI/ryCgscRu7kEFSI+kjWWPK1MGesyqt/cYpu9QGy1DgMGYJ",
+	"G1NvqcI+NOA80LMAOEZL6DZR966ELmtltqDXhII2Dc0R40KboV04riGput1qJZnOQ5N2d52Rx/dcIfU5",
+	"n2jw/vyZU3KXfXr8+hh91oq9yfqQExIExEfkE/aUyTuZ2+IMMOStQxUJZZ1AeiCgU9O6DZAIIWXx5+Qt",
+	"WAg8BY6aZx4p6YiF9jTJ028Qx7gvGoUJhM+A9hTPgHc8DoZvZLIysG/oPwHouaZaciy/NInzEOF1peIg",
+	"8RDd6xbIusLgn07pZVCqFs9tZsk90aqetFPmcSGIpxCufHL1O6Zk1GUr94wHAYEAqOd8BRn6nKtTNokU",
+	"SM/isbFYFSvkhJSJ3pKRXsBYMwBkK+606S7dmhiyTEKq0GTMmV4oRQIyErhcICfnYQaaoGPZbyE0QXaK",
+	"8Ku74GR7lt5yzcnFOKfq/fkzc/KG1BPcpl7lE2MW43dlMDd6Pf92b7bT6/m9nm//OTf/dHP/9HoN3fZg",
+	"9pf/KJNlz7NDLa5Rq/SBvJNy2X7OK94lfslHEu212uaa8+SwefLkkfGsZJNX5Bz8WDVbF3ZvASOl+Ryr",
+	"yJ/sZi9ilpQqihp3iSSifr1jJAWsuy055JOTYK7/PNpPkUpDGd8jA+iHIB74yARV5afxnfVht1aQUT5U",
+	"Px8ylMeezk/jNsDKRQEbzYz6n8eN1jq/AY4GUivAT+tfJVEuIoEk6Ham553mQoX4U5YwWvPEtOz0VS/1",
+	"/C/mgLGXzz/z4gQ5LqN6zK1wXpmwYEhLPF/vXs7pNqu0j7Gsl4LUZBkTchNjNSGxjNL9zBB7gX4LVJQh",
+	"Cbs+uUU2K+DmjITiyLPh9NWSwnD0CicuPPUe0ADnbBYzc2OhlKXx3E8rgjSjurExZSlI94+KKWb/rHBS",
+	"HKPn717sSDUNSFk+TnHqUVlEL6SXUzZCgt9IxBnC2tzHI9PFIjqNUzYWb+5bPCIvKbuyxpVN66j/TJL6",
+	"UdOMiLPdSqyF/LYYExWmkBlZ+sLqnSrG1q54tptOHslcZKL1t4A8pgqy5Zm93C2eIvltrXsiVp95lWdQ",
+	"XYlYQ2DprqoX9G3ez1B/Od/YMHhJEFZK0EEEgWCCaCrmN8RvoDcMvT0+f/ajbjZFIRGaTRhBgykCNxc2",
+	"C29w0mR8oV5eleF2fi9SbXPrDx9aO0/wzvB458XF7e7sr7nPB7O/itEA/7HX22r8Z6+3vV2qaV6a+Ivq",
+	"Vbid0+4W60t8YjFwVzkJLYphVcNUIMYqleuA6HadQMsw20EMzbvY4JgXnnM0UqFFpQ0uDcbjbVXLzPrO",
+	"19JYqI7Y1i+gcUmFjYwXzJTacB05IR4dUkjpwpECnIYVxpU1MZc8Nqvkp0zY3QI3SBaGrsSMKXVUVPOw",
+	"Pb6XUehi0Z02ra/D1/LmxDJuYVqHblOies/5w7JyO4cOE1sHNrHDynRtWXljc54upYT1aL0LY/R0m3Li",
+	"4eoHu8DzOIOKC3Ob30Zbeuxw+9lCWyCXtzM+wMweJa6UOapIsVKLy2sBFQ/Rn+kPSBJBcUA/E99FMhmB",
+	"JEx10Vsu1UiQs59ePpLoN8nZAIWRVDbyABDeGEe9XtRqtVqISA9PiIsYRxGbYE3VSEZC8BFWxP6KZOSN",
+	"9Qt6vcg/bLXcBCZrQAJ+g9qkvdtuPe4gylCIR4yqyCc2RCLGgTzYPdxF9uJCblszydw8a+XKgiI+gkg7",
+	"vQJoy+eetIinjdCE3S2VeCqLwTjvBI7d1p393b2WVnEfP9H/W6bOJUJ5iXvMIN7Wv9F4zpMk0HoqHFdv",
+	"hLU4So6n51ylhtT8PUzh3gXaJ93VRu5Ip+nWdRdemHf9XH63dIwGWi+BVTpClkmMrtIGQ7uVN6WXvDNZ",
+	"nqUtY5aOx1dyN/jLGCuEMyA1FgMBK4i7zsTdH2yvNMpVl3B5Q3M5e5HFCVjB/DP5sPWNCXjHsRefSEVK",
+	"HGDv6py/1iQYrKtPjzOf1jktDTBA3PoNLN8dvW4P7VWD2L+stsTMkrmZPPcyLRGeezbGbFTuNf4lBrWB",
+	"hhaG2DRHWzYlNwGWXXr03sfcMa6T2OjJOGTS7XQT6isQTrw+c/Nd5m3JUlKZnmKzv9E5CScB1pbR1oD7",
+	"U9fCQ0oXTfA04Nh3jVjaRjIaSEVVpAi6vYXvZjMX3d4m5435aJJQGjBd801yKZn5zqBr2C9AxN3ewgxn",
+	"s3kTSw9sfhIW4qFrA5rsPI4srKMkgD9qvOAyCkMsprEKlqIpHKE/nZzbtrFJPbf3mSCOKsNr7pmKoZJP",
+	"SsQInBJtxYOWWR0p3cMwufFJr2Hfvjk7dyr6z1462nZv3+v//unkvJSH7BaXOLM/KtUF81efJK5WS7RK",
+	"p004QIfgKjP6bRdNokFA5dioYBj5FhqHR4FfuqSKT6hX9VoDBR/j92sdbdfzM8DH8A2xP1znMMjMTwVV",
+	"O39DlO/dohG3mzjAIiwdasGYS5FF9Gg1YxJ1WXKDNyc7KkgCDyQPNFONlZpsyW30/t3LilvzUt0h+/p0",
+	"y0yoX7xDSBDmEwERPoy4iDRGDdRzEjbuOQvv6Ze/NANhp9/cc6p2rVG9az0HbeVQ4wC4go22G06t28VK",
+	"Kfgse2oWDNBIZEw5y2MttwJHXVM+VhiOjTg5yfRsrIsxD3wIESLXREwtNr0FTVUxpBCyx5pEWy0TzGGw",
+	"8k1riMsMCVESUbVdHkxUoqinCi2HehDGIRWTrFlfx7V/PI3/8pI/9FdP9X/+x9PFLpkaKnU11cxDHd6Z",
+	"UEI8hYAThFFS5SLpfTvP8TGPN/LVMhaTVAaJMFnSRffX8xrXqhF6OeD3+QMlQ6nfNEks1ySvi7iTtXcq",
+	"u4jFfkr2MbOq1Vta4Sm7p7WQDWV6GNth8RvuaEkUFf1EZubU5jt64iqin8q05CXb5W9Mv2/C9INU7vJa",
+	"Kz++On62c/bjcWf/AHBy+BD9unNGRwzEd2n6dyYeabfjbizNB7A0kz2rZMAYYu5OHHg/PTuH9DcXRKY1",
+	"Kv0TorHxq02YxBJECQ2A8zq7NGjLEMr28kvvBFxw3nUNP0gUYp8gydEQi+Xd3TVOKoNVWOPii8SxEvNc",
+	"CLQ8xFAzxc7tkYyRzGoQcxb9sNICSgKa0zf8eH7+FhkkxEatWKm6okomg4npbEIg9QEu901dpCzco1bA",
+	"YfqlFJeFZbytiNQjiDClu8pa56nAcWMptDRYBDjc8kme2HMDSYkwmW1uH+L9zrN1lmaW8nataJSKAJNv",
+	"L2gkL9YeJnYkB4b5HS3rQy5n1aXz70lzr/ZmfNM2Yo1ghvUFAJT1bguKHdvaXKsFHtmaX09tZS/EGTp5",
+	"7KKTQxOe/eQI9ScBZn1EpakQwoipJmber1XduNjYlq025qIf3r94cfLuzEUv3rx7dXye5s0XiFssv+Q/",
+	"++nlsW6mj/5PxIsgtsRQ6YpUo0c9T4Zv7bdFhK88Z0OrMuadyI9Lt+6t/Bica5Ggj/SP5dYFlJdcGvBA",
+	"iXjNla2Vmx2frc4mTCis+WS6tPMurN5FNRmd/fRyVXV4tW386pesbHFeUBKYON2FVyvVoWkL0r+KLJmE",
+	"wnZtRvwEqzHa8rlSxLhsGQHkI/hVJh7yJMa50WrEf/ecbfSv//v/QTZqNw6FzY66XTbdPHryPRO2KkOT",
+	"V8vUugNc9FrTsF4IUgjwLFSYEoTswBjSEE43E1BTCAQqvUX7keBAjVdc8Hk7gV9VOAcAE3HFIwKCKlQG",
+	"M+cRxI1fwRWCRFvmAiEB1MHMd00s0WR0GXJGFRcuPP/L8cttKMErASLNPLePpIGFhuyTGK5xAXRiqwu3",
+	"n9twQCUPSiTIMJLEpjvvtx4bxB6q0GBqiIIyqXA+CqR9UHIsDaaKyNJ4pHkKvsHBM631GS/e/NkOYztT",
+	"fPLDKp3ChN6Z+dR6pkDVZgZzby/2nBt+CcplQWAaKivjDFOOKr3EWADkmIkztlHFF7edvVlpEPEcHPp9",
+	"sENby4VQZmwZ3PSykZVIpwoE9bVKoP/ilBH/DEodrMjEhRxyKBzZBW1O8Bv0IYmLcNF120XXHRc1Go0L",
+	"LVXRIPKuiIrrZvFIEYF0d9vz1RaKexBEYcF4ycaZJy/961aWFnq9xvYfQRvv9RomnqOUPNIjtTN/pJZZ",
+	"eMkfK2MeLHnZQqswHombrEfZ1lbULXuZVCnTmjllk0iBtGQI73xGrZ0n6BLtoAbqmsR7ykYx0lVA9EIj",
+	"LpBPR7QQV5DWgi7GTi/Mk9XDhLy21XgxMBULS/T1OL7zSbb4586TMvU9MK9d0En7MNcLfFyMXRFApULd",
+	"c+mW5ILmV01oMkmGcaLaUT45gyq0Bckc28vzYr7R1TMZ4K+5OjYJLHdJID5GBvAQFGBL1ybOSK9gUq4D",
+	"JG6Z+CnoofsrpMiZ4ZvicjYDZy0pcrZc63z2WrZAp6RaTdG6zds3Z6e/mhqeOQ5uPz7YfXxweADn2hL4",
+	"jPn5vrZJBCslyafFLdZiFOytxyjIlL1Y61G7Umrc15Qwfof0uDIUhsxS3PGSz9zvLU/6zWXuLo4TnS95",
+	"UT83N/tsjQzdssoR90xonavf8F2mtRaz+x/Ao559xZmJpl11+wq5USQcEN8nPtzHAiKkmxZN1h8fSYOn",
+	"QxmiZZrwg4Y0rJ/lFxX4yNatiFf3IaRE9sYvJyMqEYZKWHyNWXwPl6dXP1Wu4IIqvQ5ImLP8lheHafEI",
+	"LU1sCScQUtaVY74x0McTrO1FbUlckYnSFl8Mdg/Q1Pmoz0jQOhftbzEtucJPbVAUShvIf2FcQybclEoL",
+	"5adHbSPnQ4JZM6SsGeJP1lCFas33sfSSG63OErMv8VJXr3QKFp3UhMBiFOlvkrodCEsUUEUEDmTi1LLh",
+	"4CjggPMdTdBgalHLLFoZuhljhfqSMMkFnlCk6YUGpI8mguruhxaN2u62KTMyBV8plkrLKv2n/Bg00Kky",
+	"9qM0wzz76aXuzYxS4imYlWPqjZHgQRBNEDjKtQ4OlUtg0DfjaQM9M0MwTjgeKYQTv6Crm2t1XuvsSOAb",
+	"BADtnBWLofTlx6APXfaxGMk+8nlpwPdc/YB7Amg8WY9CWlISYa2K6Tu9iSvOVRAAIy1LmNPb/fz4/PiH",
+	"47OTy3cnb1+ePju+fP/uZddg9NknH0lDyQ10HH+VoPL6FpI+wKORJhQjIUJ8RaQFQ7du14gZAtwyRDPU",
+	"iswAe1eaIqGsnKD6MNl20SCCnm+40CafVnmIyPP1CpOPJXHq/bAz2GmVkZX+EU8vAzyy14wFzqaaqxP7",
+	"DEKBIKDFXDkYntA9aCbAEtiIwsWNTZq1s2yUen7jRy8DmYd+dlrN3Var1d47LBtzNCnzPpdjkUYTpzjJ",
+	"wnvLqK4o+uavHGBvl5P6Ai/yO33urQ4wNuZCm4Ai1Do2RoIEkJWRrUT4ewIaeUck0MQ6IFXz6zIhgvKS",
+	"/KoJZj6WiA+HkiiEA4plF7FzF7EfXcSeoy2G2jvtFngiUBuFeIoGBHFD9tsu+kVLh1eNvPMfPL4X//nh",
+	"/PmPF3/95a+vyly8FbHzRdBXNx55OSJhXN/uwS34r4+u6ijXpTSWqZB3T6M3qVv3XRq7pqjhgxi5WfPr",
+	"S1D3l6balQg2Di8pVcQHPGJ+qna72oCYBNgjYx74cEXimyIXqXbBplagLrNl6kSLldwL35a96w59X8zR",
+	"1kXJYX1GtBWnyFouDqGRuTmU0B/cEcayGRY3MS/1wt7lkjD5IwlBTmBCbJxeo5jcltHJa9tvC2NyFl4g",
+	"LpYXtBTtYw2XhGcxmOrSPSzgV7bLon7uFJ0b4k93tastHM/dLl/v+KTUEykKhVZinmq6zgLWQWJMFGoD",
+	"WVrzBSoHSoXMO9HW6cnJSRf98/87ZUPKqJq61jKG3H1bTMrDQky374Sub2NLmUfuNOPZIqqRx1AQbMXj",
+	"wmLcLyJ5e6lVwTX1QFbSUZ4wBS7Fuu1fmdTrctmXwNfXGf+8rSKUY1D+Fx/GxcHfyxXRabUq/BAxevHC",
+	"dUldspnNWAmKkEASmxbrVpITH2UU7nkZf4RuZykDCW1f2OAwxoHHFiiAdyl2kYio9tJQqOokaDiPlseP",
+	"hsRPi3NYYOXVn7Jic8WHrMRcaNXlHqBs9bdMOvsrvWSy31qt/ePV+pfKX629EfE125cJyLoZ3wlrzSGO",
+	"A2O62ezu7IHukyVCI5Zgq5pbCeAAFzGMSeyVy9SKjF381qX8SNYIldirGyeRgCSwRRfx+TVegeWpX67T",
+	"awGFJRrRa1P3emk22tLwxsze1QjjSPcu44eprDJTYpg8t4WBtYFLAmKnMaf4GiFlpU51bRo3Ll6jmcew",
+	"tGFUw34X7pKA9AqtIhOgXijJdI+CMivpEysd31XFWsrAK8oAP2JY7AwQ5hGKacScb9cZZDls29RKLq0J",
+	"NJK+uZAk3q6NAVJGrqsVo6nWgdL1rWKKSBYWf+U49ss5dajsWqbUrXxZKWvnTGLA4IzLqayiqlXAfd7O",
+	"4L4NA/pUfLGX3oLZ51y468PS4AkCLoC0AQNzQ7Yej0u8Av3n4DTrskzdtLdSzcrN2ebx8uRGX0oqX9Bz",
+	"9fvxy57F6EFn8bXyHbP95McAvKsleETZ69jH2w10nit5LIiKBIARyARrD0wA4kOehc3lGGDvakjhrl4S",
+	"AfhQ0vh0sbGq47c9kplSdPdKK2NckRXhweNMtDXd3ZfeUpdnr9XIRTPzKaOC82JFkEwY535rsUesJEc3",
+	"TZErAQuZu/NXBXLAvkT8mgjrBZETzKQbBwSgLS0TTw5jH0naBRRh063M1Q0aUmW6SQzI7SMEgMIfI/Ay",
+	"NkLfRT3nXWYsBgiu/nYXTJ8Va1P9WyVrKRnwK/KlQlPrOB5gPGnRivtLXenxPJrhMAqgwhzBfoKfVROK",
+	"Ihazpk83NdkWC9y14M9nZpJCY9q5lE3t4u4I9pnx+hvSKEVBibmmROgDWtAR4iyYgrQfYzkGCGlQFpej",
+	"Nt2R8OJBVW5ozbJlVQVaTFxE7B/QHVqXNyisNs4MvpcPX6Wleo0qp/99QY0Ysf4wd8bnnL/EYkTWES/X",
+	"XqXglHWSWPRjzs2tynoyarSCnQuVGis16Tab7c7jRqvRarS7h63DVhNPaPO602glaLoLklQLAa1zQuQ9",
+	"w9eYApesJTdVL6UL/3TMP7trCEQ8IwI4PkoHq9n7Jwjr1aqFj3ik1rQHTEaTCReK+K+IT/FaCGyVdK3M",
+	"AFCoR4D0Y2uanCTiDm6CpApqfd7PF08tA1a84yFd8N4td9JZReU5luMBx8Kvhc1mHyqmTtV9Lg7UWo4B",
+	"F1axAbhLX1dZ6/CrtgLKc/XXhSDJRpGlzqUzCbBUL/mIsiUludZVAFa/r3J5wmgkx1y9F8VkeC1QZbfZ",
+	"vLm56fUaI4GvscKi12t4PGyaD80kgXu3M+v1/ug/pVAM2eOsdCDG8nlh5WyNlcrWMrpbslHmYrTIVrnO",
+	"n9XTHSYLiplNsJQ3XPiXEWShXK5sPBaEVHV/pb7OlSuG6v60RV5rJ+qXF40kEZWusxsykFSR5SpixlmW",
+	"dJjl9AxVu0nJ6DJRlBc0JTIuxwIZTk4Hm1mqolgt0HRW2hTyl/KkXEp9c6VQjZBIqp1mjYfCWVN1gq2a",
+	"L6mfAdQjWRYqbAmyuuzV4w4CFJKjTLkrjAaemE6gKOQ4TiUyHsU58+pw2cGdoYV405NRlQcCZ2ZUav/d",
+	"CKrAA6obWnAlm6YfV+hgcVmOcLvsEvVhDv11Xr6VnetF98Vdz/m79hOf+ys/n+gBib4eU0I2sX1/z12i",
+	"KGRfXOpAXaY41FYIMm/a3Xfr6Qe1R1k8Uwtu4TVW7CumIa5Sry9/2syl3Z4evz423mHN3I38Xh7s1cGk",
+	"zpw6+e7fM/oxIgh7gksJN+/W+yGPIGsBsCQUFtbh/0gRqSgbPUJbmvE9bMsDZiGMjnf+gnc+t3aeXO5c",
+	"3Lbd9n6rHMooc9oVQRdq4EdqgbSmeHzd1fcbjw+m3MP4VnTX7wjEla92yFaAEcydbxfJIZbmNt/pKJ8/",
+	"+eKDM45fHZAEE34wRZgho3c2zLVUtb7rdG+rVFfnYgbj/xkH1IcjYy0oIjVQvRYKsgysY1V8UzxedPIA",
+	"iF4QByDf1gHlq2BYO1AtDC/Kilp8jWyYRl88DC/+fLdgs4cBbql3RfKODEGV8B4M/kXrEqCnUDUtBRVc",
+	"rj0mkSul8S8RUzRAOM3WN5q/a/DKbMHYFDZjBIsoFUqs2XxFzkIKQ2t+n2sT2cU9oDCSCImTTxNBAG60",
+	"3KZe3eouFGsT+MbJvK+8PBuj6l6RKPZaWr5fX6ZqHs4nueACUi6QXZaEClaxtWxhYnae5YsfVw5J57Hs",
+	"FjcWB6uawPFzNeCC4qZr0tJ+TqB8v1dNLRHhD3tCPECxd6/cGi6Rx18fnkyluCuQbBoh5pooneSxRuib",
+	"Iikkeb40zCwJ/ILC0XpoEUBaCx5aQOv+1u2tqYaXrYU3m6H/RE+a+9vof6LdTh9xgfohwWzr9hZgahpX",
+	"N+PZzEU9p/285+h/TyI9weYr7Avq95ztfgOBIIACk8IouvpvquJhmBClmzEPCBpTfYpNj1DP6TmVMXM0",
+	"gR8uWKydVuner2QuTycl5+0LHgSa00v2q5sZIQQtU8gI0Io9gOZka7uscuYsoehZWYS9JF4kqJqe6UkZ",
+	"eoQL7h+hqmy5Hy7JU4iDFW4ok2l0WAGXCGLA9KOmUG18LHWdX3eOIzXeMffpqRCZ0D+TaRJbALehIJR0",
+	"F9B12oMqf1TPi7Ihnx/9GWDx7EDdTWmvXw1sJUPvB9TnSlpB/+P5+dsmpAwevz1FW5IQZJkqRu2ZCC5J",
+	"j3mcKYE9BZGYgLbiQQQi1GOIU7MwZVJZrB8cJMgzEGAniJxwJom0nsseA8lvim8gGVFFXCQ5kL+x/nxB",
+	"hwo40dYN9Umjx3psB73FamwYVk5IEBivLgw2wErrk48k4jcMeQE10EHEoBmFXajGK10EBzXlTLo9hpLS",
+	"VgnoUQxRgfSDgLUmAyzHaKs/f3/fhy6yP2CFmzJJzGj23fjXbBFdW/N51uxvmzhFyQ2SKEaSslFAdK9x",
+	"4IzIhMWWDCHf19xSxHsFM9bdwqpBs/DIomyZdyZoJTJGuM++LpJEyObtFZnO5iYNZVpl09SonvXtMLDK",
+	"vzxeYSpQPxJBP/Zuw4B0j+DSdhHjQg8AMLfajQOrygsOQnErs5pJIkDzlvqzphHl/QSTXXdpqrTA/qYd",
+	"jAHf/nN/u4FOrg0fa/YIJEcYklOl3nYoNGKWRw+QshFMG1iJiySs3pbHprpBTCiMI0F8KohmGU2z5jUx",
+	"F0BqLiUS9X/dsUEpO6d+H20Rb8zjJA+geiBhTcEKcUZMX6vg0Sbz2Wvtx237paC4/SPgBZbkbJk1SR7f",
+	"Sx7PAbD2TWw2hNQENDRC3hsT74r4tpCv7levvV5ABEsMYlTSz7qJfnBElER77V0DBWe2A6aqFVmJFL4i",
+	"GfV0SAOlx2Qbm+oURuwY8jVsjrb6L05PXj5/CmRhSRa+ubx8+ebNn9+/tb+YiZmvAFGADw26mYto/C9z",
+	"IXlCizgX0eRPYCeALNN9uIhmPxDmx19n/pTawHXRSOn/ExcFSv+fuCbe+Egv8P/o635tFeT+0z5iECss",
+	"txvoDQumMFe43oJKA1oQ6gkTCGNOCf4o2Uk4UHSXyXFlxCcdMQgp7MHxQhXELSVIbtq40bsEZ0q70bI1",
+	"j5j+qevsNlqNXeOGHsOBmnKlx4OAGJlqWRI0W25skmR8p77ThW+fJe2hv3iIlYZR2qRp89fOk5vo2YXR",
+	"y4lUP9gS+JANYnMUJgC5pV/V/E3yPLjVh1x4dQHa2EZRd9qN/WwWlXOAO2TPbw9a3pNhNoALBmJ0qBWu",
+	"4OJ1KPdJ5UwOJSJiDBpzrurOO632ihPO5Tp1Wu38qJclvkOWFYxrPnfb9AwU6XNILbIl/HXHWalX9SLb",
+	"vGlbnvrmTXutyrzfZC2aRfcuPNde/tx7hiMFgIDENw/tLn8oqVIDT7RrPBEHQJoH9uuMKx/YBg92arzJ",
+	"aBDPqdTkaqbUeVJrgK8wm9qlB/1/v86650tlwFO7tVY9Dg00zzxe/syZqSHzA9RpMTp+nMvl/AIlXLSa",
+	"i5RFQUw8GWgwhULqOAj0Gc64GlM2asSenzjtQToXus+M3hZrdbKZyahtVgu2AjTYSlLN1sB6pbmyyr+Y",
+	"aW7vWmu0TORk/MjdpWUus9jp2mzgAkxP7MPNJMR+qBaZF7O6wuc4fXWc+FxLPLZWm2ECCrQQ+ifxKX34",
+	"YA6Ng5ZBoevsXuSnVBOCJI+TtMzBnKvGsqxxprpazaZxPb8ZMIQin1TTk9f5UOcEdimt32IKpzC3uCKg",
+	"aqQrUjTe546SMzBMdiaYinKgJy5MMUDdANTm32A9jpA1YL0YCzaTR6eb9W0SIpQUlEQ1egxQSPvmQuKp",
+	"J6/7XdSvmlrfTarWlI5H8Jsei41uAxKc9NVHHomhfsxo0RYkosVJYcbLACIqDvOBdcucoM8MEe88pzIu",
+	"7rHsILWPZJ+Yufooxjc7PxoQ3KVnMb6JW5pHH/QUT6Aif8B+wua/y5P86z6Sc4fryRP0r7//vyhPr5oF",
+	"fs6xQIGAkeIjok3p7Emb+FkWHLbC4owuOGnjJt/HMWsANgC9wsjWJ/tP9P8S+NGu0/7RSSArTJvOnpG/",
+	"jvqstzDrinbWfzoXsWEf9mhecDbnD+fi6dxp7F+4H/IL1GlffPdndhUFuPPrt7RxvK6rHvvvAJGCIf2t",
+	"KTYP9/Mxztcazna0Zb0fxvuTPLLdRf10SUzNZuq3TT3n5HPHfv7X3/9h3Ec91i/ovn0XkUCSBSqEzX+k",
+	"MtURtGJw1GPQMnZBDrg/fSRRX322nqp0fJd2QlTy/kZF2KgIX4mKcAgqggHstj5be0jDbWcmsMBUfwDW",
+	"NmUzZD0FoXjzYcL/VvMc6iftxfaFu8A9aVqaELl/q4Py1hlHIfVt4FQGA0hwHjrddh55p9yBudeCEyG5",
+	"yDYuzdyJV1VVemH0AVeZW+L06nX9B3+6BBXuy9zkStvce7ap77N0xgudoTFii8+ViwapZwolcFsbP+nG",
+	"T/oF/aQ2/kXxjFQGqAZ7+zyYxjV3B1yNTZyMiXNDWCJGiE/87S66/fn43eXL4x9OXnaRSQFBf4VIy7+i",
+	"Dz5X8mJWw8laFOu3se40awagv+pJzAnpEVEvM/F895Ev5n4nlQ6rIx/PyhAwoD6LMU3WyOBfhlFbe8uf",
+	"iG+EvzlVRW+OBYY3QQYmP1ATOYTFWEreMtjc9sLfEO92KT2791FDlnsWkgBPq7fUZp/0HraKhWI1xzxR",
+	"pe7kafuUeUEk6TVBAb8hwtY42ArN4pQFM8VAjvU8CWkicvWbo8mk1psNdOTq7y3ra2IyKtLOEkSltrsE",
+	"FnqutLY+4LQ5ixmC6jUQPxHgcEL8I5SzUVPrtWqOelyXkn6uGlyrtXx4D+cFm9/EJMvOuAnR6dkbE4cP",
+	"X5RYuWgLgjKtB+sHIgJqiv+ljo3cbxXrpD6XL5Dz/vxZCYzvxf29VRAtbU4ME+cMUSCZGGbzOXVXZRX8",
+	"Agxnqtm3O7tuvaCFWX33XSYZqNp9VPBluDGyaDrOHsuPBo7WnnPbc3pgsOh/uxDPil000P/Oeo6bm1va",
+	"BbiR3FZjt5X/3557O3PTRu1We1VP03ES7W5E5BHqw26B7wgHN3gqUV9vXB9twQ/ahMUo4GwUX0jZqNah",
+	"IBCgVXKNZApamhOGD1H/A4hBiBC66OdLkwCsPZQ1UYLgkPg9lkSNbTFugum3XWQdoFlnVdVO9DNgmp22",
+	"22MQK20BL0N/u4GO0RDTIBIE4aGyAa4wGsieR17A4zoUHmfMxKjEx2GPmdYMB8gbR+yqi3AatwYRjQPB",
+	"rwgzBeqGphYL3A/EVdNoYBHDA86vpAl5flB31u/VqPrd62pzcfvzdX3+3SpZHVfSYh3rK4x5m7mdTu3Q",
+	"MOMMWnu42rpPxDvc8mQSRut6iC4qTEKLR+JDvQKRhH0bvxBcHPDvOIpuZUG2cSd9Je4kAz0PFB1QqbS6",
+	"E0fi4dTZGTuV5EKv0nKPUSEBIJN2cYtHo1nzFhStWfOWMH+2yPpNa5rdV9c35XLmJEytIlJOpbCwDVx0",
+	"RaYGD4EqmYCT5IXC13pZt1GMHkYxim8YgEJs6A1DNPGQQGJBF90e/+lPsW92Zo0Zk3oUhajlmlQXU9ze",
+	"LZSm0y10S03b5tJ6gm2qV74w3XqcYrGYACyBotOgH1emAwtNGZj8SUBQ/H3iHJlgNU5tfjwaOUWNJMug",
+	"cS6ijbBJ6t/ly92YMjfGni+D4Fg6t7dYjc/ACVaz8YmmyItFUm+5b2/j1dt49TZevY1Xb+PV23j1Nl69",
+	"jfL6HXr1sjrlQh/dxju38c5tvHMb79z37Z2j/srON9No3uXmk4AYcKu8sDXfJ2K2IHxqkZhVBZzNIf7v",
+	"PcSfw1aWl1QEAJ05d9RD+Ike2PPSabSaFhRqka/l2Iux4O5nXRbw1o0lGfuy/JAyp366tB1SxWFnJ/Xt",
+	"hSZ+a3puUuVsbCugoQHRJifI3y3FeSBRJAmiSn8BIDoIm5Y5x2pMhRl5XIY8VZ0ymTa6X9LkmvIaZcbv",
+	"GuJPzkWa4LiXOAWSlMZWPmMxLaXt/O2KKm9MmJODaPlbNiNgBY/JfHH1h8hnKJto3l9k8hZaWQjfDESw",
+	"02l1Dnba7Z1O+7yz293b67ZbjXZnd2//4C+mYEnXWVBjzMI/OunKWRGTfgGYrvcuZ5YH39S73K1j3ezO",
+	"bFH57m3OPCjUMl+2IJ38glQmuaYLkiWa1MOY+7LWwqRKUjVUkD6PzD7vtfYy+N8JPqjxRGnVoOHkJw7T",
+	"+VtIpUycmjGb3MmEikn+GHC/Hjg3tTRXhjAlpmBTWdFC/Ay8AmXx13fNBf2urkufA+b7GxZMNxmO68xw",
+	"fAwZjukxqg2pAtBQ4vC15NhAp0qivVbbYK8ZNP4dzoLp0pTHrICtVD21PWcs29UPdXMt4NZqd0Y/12p7",
+	"xoX6YVqrJcHCG9eCYADkv3rqftz2lNVvXTvoL9Pc9l92IZWpnjV3d5HURpi/QHvGwxDvSAsp4CNNG26M",
+	"pmFLmKdldcdYVl0c6gcvL2OwwoU3KBUzyBYFu7yk/v37SCsRL+hm8XqkeMd+5dSTY1eP+vKSLr4/qrgK",
+	"rONGAqj1jc1TLib3QUyCp8mKpqMYvdNFEtjeRZILE4cywYCArQldREwL0LOfXmaFo5WBxlNQatgYPfB5",
+	"DP5/Z+OkUi3+c/JFHt780uMBF3qRhkOtwabw2h+cMQ/JCvApZvS2SkB9R30dYo1rsm/yg79VxWMXOMqQ",
+	"eZqju9XX5NlHNuQB/AkmOGtAAoTjGijb5cxUqmdcNgdRcNU0b8q5EvLC+QR7Y0QVCS2OyckuAJa46NrQ",
+	"jgnoPNkFXOIG0ho+3Bgb0O0uokMA8bU99Bhl8GCMzAhxM4Zq3QSg2xRcQn2jQ/UhDFIiokcywD709Uha",
+	"XGAse6zfcyxwC/PJJwPd0jDfQCPzTc/po61+z9ltwLL1nL6L+j2n/biRsnrD8HnP6W8fIWzXFy65Ybmp",
+	"VD0myIRgJdEWZ3YTFBEwqG1jrNjWsTcIB4Jgf6oP8hgLRlMLgsex6jE7nz68rd9AZx6fEKmXdciFXtqt",
+	"YRQEtna+hYqrFovSuc995LxgLEq520whQltpJH5ohAUomqtD4+ZlIniJTs1zbeMvCCmLv3go3Nw7Dbkc",
+	"xnfeBxsHP9s9cmPwH01Sj6SxdTfgEN+38Dfkj9paurdbbqvViskFYYU480gR1zYXIrSK9M8B6yy+wMso",
+	"W/e8wNtcxK3rIi5RDCDClCqZ8UukNRhsrFiFgr0YJ8C5u8W02ew1xv2bJa00ku6Q+AjFZS4A2N8bl4RI",
+	"6a/vb2DN6QgFcyrg5tnLIf1EfGOSKae712rsuU7ARk53Z7fxeOZmWtpjNsQswoFZqhXsrbi6Wu0rnvqk",
+	"vgnm+R4ssz0LeicUxYEtVXuE+ild91FIxIggrJSgg0hBnE36wWDMCBLyayJNsZcqro7KQhcj9QXcHg/o",
+	"xNgw1Yapikz1QrOEYSXgrrfH589+fCSRiLQmY8BQjVWMYvK6i5JrLOc6VytQrW1zv/Kl71fu5J+HvfrS",
+	"7vnffay+4YO4KqJsoBep7wkVbzPN1/dXRZf6+uPyivc++Uypz502GlIR3mBBVj3yYCRrdt5n+vQ3p9/3",
+	"5u/ByJxTNmRwS3p8QlDffNnfNnVucyUStYn/6qfzc6T4xAYnqDGVST1JzaXIuAr8tBL6vCmZsG+t4/OW",
+	"1on3LvLrxmf07yazd+SaXxGUSdgtyvg1S/QaScb6LZCptZjy0uC6Grpb4gLbqG/fgvqWq2W/4fUH0OBy",
+	"5f3TZIyYSx5Sa0vq6q9BZSsE5UKZcOef/+eZs0JuvBnNmtW2fLcbze071NzSUDWWjdlbGK+xXcWOdc/C",
+	"DOxzXX0sx48bleyrucZL6Eer9FTJkju7vMCuh+7t3OdA3uzyuq4MDpJSevHaPsBJXB/BtP7N3zqO7/yF",
+	"Xxw+OQgiILDkGH+x+jG+5qu8PN1vzu/v4Px+m7vFW8CUC2/ivn0ld8MdG+5Y+61cpUpLrmEIC105J9Bm",
+	"48Ep8cncKwOpAtVR5Z+MMTIZFyEO9J4KOhoRLUEu3PVk1cAGb5JqagEJPJLI8IyNANdGgiDYT0LBM1xn",
+	"GuZSZ4qQeTdkMOb8CvUjEfQBtgNNBL3Girgo4HwywN4V4gIFlF3tBNzDgcHyQFvtFuQ+t5qHLooTofWH",
+	"HmsfPGl09vfgc/vARUOv1ep2m49d9K+//8M1SDSa3JAgkgfXUOiVQ/QLxMLHof6c9VjfpAzIxusGDDBi",
+	"AZES9c9OXp+9eXf89vTyl5Mffnzz5s+Xxy9fvvnl8u2705+Pz0+eAsxfAx0zZDowEfg3gioie2xLEnWZ",
+	"5heHH5Xajs1xWLNHEvEbhjzOTKHAfK13NRY8Go0NeK7djR6DlVIcUeUWpgFGXKYSfBP14ZKmj7YwLPJ2",
+	"A50RggDMz3TXCP3qmH5gl/soGHZRQYgO4GnntueontNFt7dgbc5mLuo52H6VpOzPZrNcPDok6qsxVKB+",
+	"++bsPEXctHSVy5iX3WZTfykbdiwNj4dNc/sKRohewnP+2ggaPbgJngYc695bumu9aE7XyVe+im9vmzjA",
+	"IkxHoHcVek12Eeg/Eras9m6rFS8vWCEmIcRJYAgOWzlEifg1jRyyhFu8RB4DFFlN9Qw2cs0OyEyfm5yv",
+	"b96ZyIx4KWT7IDgPAK0BjXngS9SXxBNE9V2QYT++On6GrsgU8SHInljISzpiQLjSRXKsJRxcEXOWvwJO",
+	"jo0yTe0W/q1x6ZtKqY1v8WvxLcbkFHsWfRLQawN9uzWxNdc5IxatQPDJpJBAmNEoqryOFfteVw3c7Pka",
+	"MwVgu9w0I8SLhAA0X1VwcWQ1xdWgofSDdZyI91ZaCtkDqx2ya3YPZih14/347nyD3YxhALnE0kT5u7Gx",
+	"EVCpjAwVZBJgj/gWCRsdI2+szSc/0wXYQ4LoZ6+BSrRdRJStc6E5VZsVxvyu4tkKn+TdmO6BlNcNX234",
+	"anWvIthXboZdtO5iDdhSV2Md7bWZKj41XI/Pk8ZfxgdZ5ZeLZKljzipuwOZKTM2fdoLEd1xniGlQ7q2r",
+	"eBmANRiTueyFqQPQjb2Ca/UE2vWebqLA1uxCjH1bKfXnQfe7cC89ISI+yPjQIGykBJFRJgOs9JNYKRJO",
+	"1Lq1yRz3ZuGklnDsm2zTzZ3BtxD1md2yzS1ANQvrtcmiyDySKEftWRbMccxS8KxsN+u4ucZemEFQPX72",
+	"6gQ942LSqO8azY5ozR7S+a43jtLfgaM0u60rBFsWGWXBuXN7RaY1HJ9zzLTxf349/s88lWg1JoHTsQCt",
+	"3pj4Lig4IQkHRMgxnUibo+9vL5axVT7RxSSx4hG5oYo1ekizC7vk/FxJkXxHJI9EPWSVdZ2+BVztSNjK",
+	"b14kFQ+JuOPxu2bf6Twpb1w933V4ZQmrVbgzfz9q6oZPNnzyIIGWC9VZwZemzb7jm2TZb8Rtordq4y6p",
+	"GzQJhI22oIqWi4hPFRcuuqbkhohtFw2mxjbM8hKwSzkPJaZglcavX+fcdVc3Gv4aNXy9oGW7ej+NPkcT",
+	"dbCkNihSGxSp36lotUBQWwm4OfNz8DVyO64TbjBoTaziCjBSCzzXawOB8rEcDzgWptwJh7tMQbBf3xbY",
+	"oEBtjIC1e7WT8pGaEFxkcaCGURD00Zb1bkOJgb4m1v6RCRoCBkMUClL14dH+wojfctCnlTCeNuhOXx26",
+	"E47RwzCboivK/O0jMCAhy0cSjzMfabE8RZRJhZlHkCDDSBKJqJHiXsDNJ2mwxTzOGPHmLhvvDBBVgfkU",
+	"Sf3jQnXqvW6y0abmtalCpZZP2FNIryfDIakqnBX/vlqJLtM32QkxDRD2fUFkZWkuohutvxyXpoKNnrZS",
+	"xAAwTpZ5gdmW6ln6sfuoWYYAug728f/KZH85rgN3FK+tC9bHwNNS3nABL+dCEE/tjLmQkAQfUyr0VF83",
+	"08Nfs38WVmQTN/CtQre380W19G7qg1LeECFRp9VyETYR2JMAqyEXIRSz2i7jnJKzq2aoQMJVG53pq4Ff",
+	"0ntSLh+rfH3lu7iSCNls4Fp8fdV7t5qeqPupc3N/31Nx/uyLRy4VHg5XKCCpR7Lmi/pv5YDb+BzWcyJ2",
+	"SouZcBZMrVOBqTjdySQxHaF+rKpBpXVjPPoVDFhxp/8lFcv7aI/vTCbXhrs23PVQ1/oxefbB99IHyi6/",
+	"5V+meTYvm1hKOmKX85kT9zgJS+1D86Ji2sX9q43a4BzBAX7DXNjepYzoMYwvtLry6mVCN7y84eVCKFtk",
+	"nCpgM9J8TLHlZQzXzoAWZM5K8KHq7/STgqzIzCb6+Asws3nRAzFzBfPmQUHtE4t52t4G57j3g300TUXk",
+	"g9+It+H6Ddev584bX5GU7XmkEB8WWH+LM83oWhdmXGnRAH+Z2t7LXUc1K1tsalr8u4JJ5q5ALLQ79avu",
+	"Pfy4POPCe5XqJy8vqX+fp41IXPu9y7+rTse3GyOztO5GhSRYCdd/g+j/O0f0z2xwQfLn5ZL8GHRjgLgE",
+	"RUabQAYHU88DioZBMIicMjUminrJOB9Jg1eDxlQqLqYmUW6AvashDYJtF+IFCPbj2lEJkn0G8xIjgW9y",
+	"GPel98KfJgGm5TAT8uMquBK1MW04I2+GladlETm78pSIG57Fq3cWr7EzuwAVM78l55l1OkJcWCAFuwBP",
+	"5cfAXbhVFBAWUuhN59cdS+A7p34VldrmTdvy1DfK7+9OY/3GK0AcrUgLuJxnE249fnvaCH30z//dfry9",
+	"ruoSqxSM2JSK2JiCm1IR1XcemyIRG77Y5C4uLRLhcSZ5QKq9IbaBs1QjVOSTao5VGOSYyEB+e//D555W",
+	"MpFuYFDAzQ/6MwowGz3tOYT1nNxvBPvZzyFRGHljLCRRT3tOpIY7h/knFFWB+ZNIwiQXeEKRnYFp0cw0",
+	"+dff/7HQbC/VL21vjySa4BFZl76ot5h4kaBq6nQ/XBRt3BsyiF+c1Tz2tl0kibgmPhoKHoI+M6AMi+kR",
+	"RBfLK4mGAH1pgpSpkiQYgoUkCfMhBBnunilDv+4cR2q8A9HCuWTXmBqKFHM7wWo8W0Y3L2ht2vGkzJNO",
+	"V3Cu0C0acqZ2hjikwbSL5FQqEu5E1EUSM7kjiaDDIzRb7MFZmTqX0Ybt8Td8jQ2F5PuloZYxKHobcGX2",
+	"ppeu3DVhPhfNaBJw1YQmDSLDxm+y5xzdiSaHNCDrtFz2yrbHGJE5M2/p4F5zJCNvvNYBLmCVY3hRbDFn",
+	"mKaSoJfY+PkOEw7Ek0njN+kiqaYBaXhSuii3p//6+z+2jxAJJ2pqqojHogLMc803qXVuP+WVgYXORM2E",
+	"Y4IDNf5cyX3x73ey4zMakIXE7DpQZkKbPngEPwymSne539nrHB62Wq5zg4NnPGIqnQJUAjlTfPKDaduy",
+	"X8l3JobF6bZmtRWoH2FCZTR2HNDrLyWHJ4J7ROrDtoAEVxSSIVGCerJyf+Lf60nGhPVSAfMHdP7fb09Q",
+	"cspdGnfXJWUjIhXxLxVXOEDgGiWix5Y13Ov02GqC563gIVFjEkmkB6ktay4tYDMXIVZfYE8yY7Ariras",
+	"tm+mbmr2B1gR5gEU54TzAGx+zbOwEiheie2FO8onhOEJbcRMUrqtttG92Y6yIYdN0MqK3oV49xzXuSZC",
+	"mh1oN1paoYxf2nV2G63GLvgt1RhKx+TYK2/tJ68o3uMm3c3RQNpx8anCJXG6DPCW+Ln5W+Py4+zNhLDj",
+	"t6fI514UEqa+CHNTmbwPwtL/6+zN64UEIQj2p9US2P68NgEM/dU3ON+Z5vMLDD+sT1m4mzWzQMT6WOEB",
+	"lnHtFcPA4KiDmSEqUUhHAqsCJktue/LvuHVAq/0RZqDfOXPtVz+Bp1x/o8ehNelSNaAf4iuihX4fbaVV",
+	"sY6fP3/nxuiHqHvYOmxtH6FJpNCURwKKW9mMLRSHo6R1mrrNZlzQqw2PgsPPzqb4fnP4uVCDjDKi9Y1Y",
+	"3JnVyRBvI1UtMmsyf62auTpDW4owzNR2YigMSMDZSCLFM93Z1iV9Qb4T2jppu+iksx3vGBXFq/vEctnb",
+	"buQz48pGmHu4i0aCRxOpdTHzOv2WGFewouc8UE/5GhjMEpOiGa/HGMsuKkUxyXRuMC6q7qv1cuy66GTP",
+	"RSf7RygZ3352fLa8VkknyVWmnq/t0YXbHi4yjumtk4Ns327qjrZvSM39+XccZ9Oebak7Q2Pb8/ACWbNz",
+	"N/sGm5c63/11u3Fgjlh7wsbA8oaKR7lR6oO4pI8zhRWVCs71k8fbenQSRCPaOjk0o8SjkSAjizV58iQ7",
+	"NMxwMNUPl/T8LMa6lyhTek5maNfi33fjyk7SNfm5k2gQUDmG+k6ZEnfZBTp0C3XmsqOywN2zi9n/HwAA",
+	"//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -34,7 +34,8 @@ type Resample struct {
 // Aggregation is a parsed E9 body.
 type Aggregation struct {
 	Query     querybuilder.AggregationRequest
-	Precision int // -1: full precision
+	Precision int    // -1: full precision
+	Zone      string // tz: an aggregation does not depend on it; ISO times in exports do
 }
 
 // Row is one row of a compiled resample or aggregation statement (see querybuilder).
@@ -99,7 +100,7 @@ func ParseAggregation(body []byte, accountID int64) (*Aggregation, error) {
 	return &Aggregation{
 		Query: querybuilder.AggregationRequest{AccountID: accountID, VariableIDs: c.ids, Aggregation: c.agg,
 			Join: c.join, Start: c.start, End: c.end},
-		Precision: c.precision,
+		Precision: c.precision, Zone: c.zone,
 	}, nil
 }
 
@@ -189,12 +190,25 @@ func readZone(o *validate.Object) string {
 	if !ok {
 		return ""
 	}
-	_, err := time.LoadLocation(s)
-	if err != nil || notZones[s] || strings.HasPrefix(s, "posix/") || strings.HasPrefix(s, "right/") {
-		o.Fail("tz", fmt.Sprintf("\"%s\" is not a valid time zone name of the IANA database (e.g. \"America/New_York\", \"UTC\").", s))
+	if _, ok := LoadZone(s); !ok {
+		o.Fail("tz", ZoneMessage(s))
 		return ""
 	}
 	return s
+}
+
+// LoadZone loads an exact IANA zone name (API.md §8's rules for tz).
+func LoadZone(s string) (*time.Location, bool) {
+	loc, err := time.LoadLocation(s)
+	if err != nil || notZones[s] || strings.HasPrefix(s, "posix/") || strings.HasPrefix(s, "right/") {
+		return nil, false
+	}
+	return loc, true
+}
+
+// ZoneMessage is the message on tz for a name LoadZone refuses.
+func ZoneMessage(s string) string {
+	return fmt.Sprintf("\"%s\" is not a valid time zone name of the IANA database (e.g. \"America/New_York\", \"UTC\").", s)
 }
 
 func readRange(o *validate.Object) (start, end *time.Time) {
@@ -226,57 +240,104 @@ func CheckResolved(rows []Row, ids []string) error {
 	return errs.Err()
 }
 
-// Shape builds the E8 body from rows ordered by variable, newest first.
-func (r *Resample) Shape(rows []Row) Response {
-	series := splitSeries(rows, len(r.Query.VariableIDs), r.Precision)
-	if !r.Join {
-		return separate(series)
-	}
-	return Response{Results: joinSeries(series), Columns: joinedColumns(r.Query.VariableIDs)}
+// Point is one (timestamp, value) of an answer; a nil Value is JSON null.
+type Point struct {
+	TS    int64
+	Value *float64
 }
 
-// splitSeries splits rows into one [[ts, v], ...] list per requested variable.
-func splitSeries(rows []Row, n, precision int) [][][2]any {
-	out := make([][][2]any, n)
-	for i := range out {
-		out[i] = [][2]any{}
+// JoinedRow is one row of a joined E8 answer: a bucket label and each variable's value.
+type JoinedRow struct {
+	TS     int64
+	Values []*float64
+}
+
+// Table is an E8 or E9 answer before its JSON shape, for the CSV exports: one series
+// per requested variable (Series, in request order, newest first), or the joined
+// rows (Joined, newest first); an E9 join is one series of one point over all variables.
+type Table struct {
+	IDs    []string
+	Series [][]Point
+	Wide   bool // E8 with join_dataframes: Joined holds the answer
+	Joined []JoinedRow
+	// AllTogether: an E9 join, one aggregate over all the variables (Series[0]).
+	AllTogether bool
+}
+
+// Table builds the E8 answer from rows ordered by variable, newest first.
+func (r *Resample) Table(rows []Row) Table {
+	t := Table{IDs: r.Query.VariableIDs, Series: splitSeries(rows, len(r.Query.VariableIDs), r.Precision)}
+	if r.Join {
+		t.Wide, t.Joined = true, joinSeries(t.Series)
 	}
+	return t
+}
+
+// Shape builds the E8 body from rows ordered by variable, newest first.
+func (r *Resample) Shape(rows []Row) Response {
+	t := r.Table(rows)
+	if !r.Join {
+		return separate(t.Series)
+	}
+	joined := make([][]any, len(t.Joined))
+	for i, row := range t.Joined {
+		joined[i] = make([]any, 0, len(row.Values)+1)
+		joined[i] = append(joined[i], row.TS)
+		for _, v := range row.Values {
+			joined[i] = append(joined[i], v)
+		}
+	}
+	return Response{Results: joined, Columns: joinedColumns(r.Query.VariableIDs)}
+}
+
+// splitSeries splits rows into one series per requested variable.
+func splitSeries(rows []Row, n, precision int) [][]Point {
+	out := make([][]Point, n)
 	for _, row := range rows {
-		out[row.Ord-1] = append(out[row.Ord-1], [2]any{*row.TS, roundPtr(row.Value, precision)})
+		out[row.Ord-1] = append(out[row.Ord-1], Point{*row.TS, roundPtr(row.Value, precision)})
+	}
+	return out
+}
+
+// pairs is a series as JSON pairs [[ts, v], ...].
+func pairs(s []Point) [][2]any {
+	out := make([][2]any, len(s))
+	for i, p := range s {
+		out[i] = [2]any{p.TS, p.Value}
 	}
 	return out
 }
 
 // separate is the join_dataframes=false body: one series and one column pair each.
-func separate(series [][][2]any) Response {
+func separate(series [][]Point) Response {
+	results := make([][][2]any, len(series))
 	cols := make([][2]string, len(series))
 	for i := range cols {
+		results[i] = pairs(series[i])
 		cols[i] = [2]string{"timestamp", valueColumn}
 	}
-	return Response{Results: series, Columns: cols}
+	return Response{Results: results, Columns: cols}
 }
 
 // joinSeries outer-joins the series on their labels: one row per label, newest first,
-// null where a variable has no bucket.
-func joinSeries(series [][][2]any) [][]any {
-	byTS := map[int64][]any{}
+// nil where a variable has no bucket.
+func joinSeries(series [][]Point) []JoinedRow {
+	byTS := map[int64]JoinedRow{}
 	for i, s := range series {
 		for _, p := range s {
-			ts := p[0].(int64)
-			row, ok := byTS[ts]
+			row, ok := byTS[p.TS]
 			if !ok {
-				row = make([]any, len(series)+1)
-				row[0] = ts
-				byTS[ts] = row
+				row = JoinedRow{TS: p.TS, Values: make([]*float64, len(series))}
+				byTS[p.TS] = row
 			}
-			row[i+1] = p[1]
+			row.Values[i] = p.Value
 		}
 	}
-	rows := make([][]any, 0, len(byTS))
+	rows := make([]JoinedRow, 0, len(byTS))
 	for _, row := range byTS {
 		rows = append(rows, row)
 	}
-	sort.Slice(rows, func(i, j int) bool { return rows[i][0].(int64) > rows[j][0].(int64) })
+	sort.Slice(rows, func(i, j int) bool { return rows[i].TS > rows[j].TS })
 	return rows
 }
 
@@ -288,15 +349,25 @@ func joinedColumns(ids []string) []string {
 	return cols
 }
 
+// Table builds the E9 answer: one single-point series per variable, or for a join one
+// series over all variables (empty without values).
+func (a *Aggregation) Table(rows []Row) Table {
+	if !a.Query.Join {
+		return Table{IDs: a.Query.VariableIDs, Series: splitSeries(rows, len(a.Query.VariableIDs), a.Precision)}
+	}
+	all := []Point{}
+	for _, row := range rows {
+		all = append(all, Point{*row.TS, roundPtr(row.Value, a.Precision)})
+	}
+	return Table{IDs: a.Query.VariableIDs, Series: [][]Point{all}, AllTogether: true}
+}
+
 // Shape builds the E9 body: one single-pair series per variable, or for a join one
 // pair over all variables ([] without values).
 func (a *Aggregation) Shape(rows []Row) Response {
-	if a.Query.Join {
-		results := [][2]any{}
-		for _, row := range rows {
-			results = append(results, [2]any{*row.TS, roundPtr(row.Value, a.Precision)})
-		}
-		return Response{Results: results, Columns: []string{"timestamp", valueColumn}}
+	t := a.Table(rows)
+	if t.AllTogether {
+		return Response{Results: pairs(t.Series[0]), Columns: []string{"timestamp", valueColumn}}
 	}
-	return separate(splitSeries(rows, len(a.Query.VariableIDs), a.Precision))
+	return separate(t.Series)
 }

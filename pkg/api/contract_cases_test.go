@@ -128,6 +128,9 @@ func contractCases(f contractFixture) []contractCase {
 
 		{op: "createDevice", body: map[string]any{"label": "fresh", "tags": []any{"contract"},
 			"properties": map[string]any{"_color": "#ff0000"}}, want: 201},
+		{op: "createDevices", body: []any{map[string]any{"label": "bulk-a"}, map[string]any{"label": "bulk-b", "isActive": false}},
+			want: 201},
+		{op: "createDevices", body: []any{map[string]any{"label": "bulk-c"}, map[string]any{"label": "Bad Label"}}, want: 400},
 		{op: "listDevices", query: "label=own", want: 200},
 		{op: "getDevice", params: own, want: 200, missing: map[string]string{"device": noKey}},
 		{op: "patchDevice", params: own, body: map[string]any{"description": "Contract.",
@@ -171,6 +174,7 @@ func contractCases(f contractFixture) []contractCase {
 			missing: map[string]string{"id": noID}},
 		{op: "postVariableValues", params: map[string]string{"id": f.offVarID}, body: 1, want: 423},
 		{op: "getVariableValues", params: id, query: "page_size=2", want: 200, missing: map[string]string{"id": noID}},
+		{op: "getVariableValues", params: id, query: "format=csv&timestamp_format=iso&tz=Europe/Berlin", want: 200},
 		{op: "getStatistic", params: stat, want: 200, missing: map[string]string{"id": noID}},
 		{op: "postCollection", body: []any{map[string]any{"variable": f.varID, "value": 7, "timestamp": 7000}}, want: 201},
 		{op: "postCollection", body: []any{map[string]any{"variable": f.offVarID, "value": 1}}, want: 423},

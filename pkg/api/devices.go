@@ -20,6 +20,7 @@ import (
 func (s *Server) deviceRoutes(v2 *gin.RouterGroup) {
 	v2.GET("/devices", wrap(s.listDevices))
 	v2.POST("/devices", wrap(s.createDevice))
+	v2.POST("/devices/_/bulk/create", wrap(s.createDevices))
 	v2.GET("/devices/:device", wrap(s.getDevice))
 	v2.PATCH("/devices/:device", wrap(s.updateDevice(false)))
 	v2.PUT("/devices/:device", wrap(s.updateDevice(true)))
@@ -53,7 +54,7 @@ func (s *Server) createDevice(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	d := &model.Device{AccountID: account(c).ID, IsActive: true, Tags: []string{}, Properties: json.RawMessage("{}")}
+	d := newDevice(account(c).ID)
 	err = s.DB.RunInTx(c, nil, func(ctx context.Context, tx bun.Tx) error {
 		var err error // the transaction's own, not the handler's
 		if err = applyDevice(ctx, tx, raw, d, true); err != nil {
@@ -70,6 +71,11 @@ func (s *Server) createDevice(c *gin.Context) error {
 	}
 	c.JSON(http.StatusCreated, d.JSON(s.baseURL(c)))
 	return nil
+}
+
+// newDevice is a Device of the account with E3's defaults.
+func newDevice(accountID int64) *model.Device {
+	return &model.Device{AccountID: accountID, IsActive: true, Tags: []string{}, Properties: json.RawMessage("{}")}
 }
 
 // updateDevice is E4 (PATCH) and its full form PUT, which requires the create fields.
@@ -138,14 +144,22 @@ func applyDevice(ctx context.Context, db bun.IDB, raw map[string]json.RawMessage
 	errs := fault.Fields{}
 	o := validate.NewObject(raw, errs, "")
 	apibody.ReadDevice(o, d, required)
-	if err := readDeviceOrganization(ctx, db, o, d); err != nil {
+	if err := readDeviceOrganization(o, d, organizationsOf(ctx, db, d.AccountID)); err != nil {
 		return err
 	}
 	return errs.Err()
 }
 
+// organizationResolver finds an Organization of the account by key (store.ErrNotFound:
+// none).
+type organizationResolver func(key validate.Key) (int64, error)
+
+func organizationsOf(ctx context.Context, db bun.IDB, accountID int64) organizationResolver {
+	return func(key validate.Key) (int64, error) { return store.OrganizationID(ctx, db, accountID, key) }
+}
+
 // readDeviceOrganization resolves a sent Organization key (null detaches the Device).
-func readDeviceOrganization(ctx context.Context, db bun.IDB, o *validate.Object, d *model.Device) error {
+func readDeviceOrganization(o *validate.Object, d *model.Device, resolve organizationResolver) error {
 	key, sent := apibody.ReadOrganizationKey(o)
 	if !sent {
 		return nil
@@ -154,7 +168,7 @@ func readDeviceOrganization(ctx context.Context, db bun.IDB, o *validate.Object,
 		d.OrganizationID = nil
 		return nil
 	}
-	id, err := store.OrganizationID(ctx, db, d.AccountID, *key)
+	id, err := resolve(*key)
 	if errors.Is(err, store.ErrNotFound) {
 		o.Fail("organization", apibody.OrganizationNotFound(key.Raw))
 		return nil
@@ -166,11 +180,13 @@ func readDeviceOrganization(ctx context.Context, db bun.IDB, o *validate.Object,
 	return nil
 }
 
+const msgDeviceExists = "A device with this label already exists."
+
 // deviceWriteError turns a duplicate label (caught by the unique constraint, so two
 // concurrent creates cannot both pass) into a 400001 on label.
 func deviceWriteError(err error) error {
 	if store.IsUniqueViolation(err, "devices_account_id_label_key") {
-		return fault.Invalid("label", "A device with this label already exists.")
+		return fault.Invalid("label", msgDeviceExists)
 	}
 	return err
 }

@@ -28,8 +28,7 @@ func (s *Server) resample(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	return s.runAnalytics(c, request{q, "resample", body}, req.Query.VariableIDs,
-		func(rows []analytics.Row) any { return req.Shape(rows) })
+	return s.runAnalytics(c, request{q, "resample", body}, req.Query.VariableIDs, req, req.Query.Zone)
 }
 
 func (s *Server) aggregation(c *gin.Context) error {
@@ -41,8 +40,13 @@ func (s *Server) aggregation(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	return s.runAnalytics(c, request{q, "aggregation", body}, req.Query.VariableIDs,
-		func(rows []analytics.Row) any { return req.Shape(rows) })
+	return s.runAnalytics(c, request{q, "aggregation", body}, req.Query.VariableIDs, req, req.Zone)
+}
+
+// answer is an E8 or E9 request's way from rows to its JSON body and its CSV table.
+type answer interface {
+	Shape(rows []analytics.Row) analytics.Response
+	Table(rows []analytics.Row) analytics.Table
 }
 
 // readAnalyticsBody is readJSON with E8/E9's detail-only parse errors (spec).
@@ -57,12 +61,17 @@ func readAnalyticsBody(c *gin.Context) ([]byte, error) {
 	return body, err
 }
 
-// runAnalytics answers explain=sql|analyze, or runs the statement and shapes its rows.
+// runAnalytics answers explain=sql|analyze, or runs the statement and shapes its rows
+// as JSON or, with format=csv, as CSV (times in tz when timestamp_format=iso).
 // Unknown ids come back from the statement itself as rows without a timestamp, so they
 // cost no pre-check query (see querybuilder.Resample).
-func (s *Server) runAnalytics(c *gin.Context, r request, ids []string, shape func([]analytics.Row) any) error {
+func (s *Server) runAnalytics(c *gin.Context, r request, ids []string, a answer, tz string) error {
 	if done, err := s.explain(c, r); done {
 		return zoneError(err)
+	}
+	f, err := readFormat(c)
+	if err != nil {
+		return err
 	}
 	var rows []analytics.Row
 	if err := s.runCompiled(c, r.q, &rows); err != nil {
@@ -71,8 +80,20 @@ func (s *Server) runAnalytics(c *gin.Context, r request, ids []string, shape fun
 	if err := analytics.CheckResolved(rows, ids); err != nil {
 		return err
 	}
-	c.JSON(http.StatusOK, shape(rows))
-	return nil
+	if f == nil {
+		c.JSON(http.StatusOK, a.Shape(rows))
+		return nil
+	}
+	zone, err := f.zone(tz)
+	if err != nil {
+		return err
+	}
+	out := &csvResponse{c: c, name: r.endpoint}
+	err = writeTable(out, zone, a.Table(rows))
+	if err != nil && out.started {
+		s.cut(c, err)
+	}
+	return err
 }
 
 // zoneError maps PostgreSQL refusing a zone name that Go's zone database knows (the two

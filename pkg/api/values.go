@@ -196,8 +196,15 @@ func pathVariable(c *gin.Context, st *values.Store) (int64, error) {
 	return st.Resolve(c, account(c).ID, v)
 }
 
-// getValues: newest first, start/end inclusive, page/page_size (default 100, max 10000).
+// getValues: newest first, start/end inclusive, page/page_size (default 100, max 10000);
+// with format=csv the whole range as one CSV stream (exportValues).
 func (s *Server) getValues(c *gin.Context) error {
+	if f, err := readFormat(c); err != nil || f != nil {
+		if err != nil {
+			return err
+		}
+		return s.exportValues(c, f)
+	}
 	page, size := intParam(c, "page", 1, 1, 1<<31), intParam(c, "page_size", 100, 1, 10000)
 	var dots []values.StoredDot
 	var more bool

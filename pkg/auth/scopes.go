@@ -74,6 +74,7 @@ var routes = map[string]rule{
 	"GET /api/v2.0/roles/:key":                             {read: true},
 	"GET /api/v2.0/devices":                                {read: true},
 	"POST /api/v2.0/devices":                               {},
+	"POST /api/v2.0/devices/_/bulk/create":                 {},
 	"GET /api/v2.0/devices/:device":                        {read: true},
 	"PATCH /api/v2.0/devices/:device":                      {},
 	"PUT /api/v2.0/devices/:device":                        {},

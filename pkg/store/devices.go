@@ -146,3 +146,50 @@ func IsUniqueViolation(err error, constraint string) bool {
 	var pe *pgconn.PgError
 	return errors.As(err, &pe) && pe.Code == "23505" && pe.ConstraintName == constraint
 }
+
+// InsertDevices creates the Devices of one account in one statement and fills their
+// generated ids (GetDevicesByID reads them back). A Device whose label the account already has
+// (one created since the caller looked, too) is skipped, not an error: the result lists
+// the indexes of ds that were skipped, for the caller to refuse by item.
+func InsertDevices(ctx context.Context, db bun.IDB, ds []*model.Device) ([]int, error) {
+	var created []struct {
+		Label string
+		ID    int64
+	}
+	_, err := db.NewInsert().Model(&ds).Column(append(deviceColumns, "account_id")...).
+		On("CONFLICT (account_id, label) DO NOTHING").
+		Returning("label, id").Exec(ctx, &created)
+	if err != nil {
+		return nil, fmt.Errorf("insert devices: %w", err)
+	}
+	ids := make(map[string]int64, len(created))
+	for _, c := range created {
+		ids[c.Label] = c.ID
+	}
+	var skipped []int
+	for i, d := range ds {
+		if d.ID = ids[d.Label]; d.ID == 0 {
+			skipped = append(skipped, i)
+		}
+	}
+	return skipped, nil
+}
+
+// GetDevicesByID reads the account's Devices with these internal ids, in that order.
+func GetDevicesByID(ctx context.Context, db bun.IDB, accountID int64, ids []int64) ([]*model.Device, error) {
+	var found []*model.Device
+	if err := selectDevices(db, accountID, &found).Where("d.id IN (?)", bun.List(ids)).Scan(ctx); err != nil {
+		return nil, fmt.Errorf("get devices: %w", err)
+	}
+	byID := make(map[int64]*model.Device, len(found))
+	for _, d := range found {
+		byID[d.ID] = d
+	}
+	out := make([]*model.Device, len(ids))
+	for i, id := range ids {
+		if out[i] = byID[id]; out[i] == nil {
+			return nil, fmt.Errorf("get devices: %d: %w", id, ErrNotFound)
+		}
+	}
+	return out, nil
+}

@@ -23,14 +23,17 @@ import (
 
 // Harness is a database, a direct handle on it (for the floors) and a running server.
 type Harness struct {
-	DB      *store.DB
-	DSN     string // the database's URL, for other processes (e.g. `sensorapi load`)
-	Bin     string // the sensorapi binary the server runs
-	URL     string // http://127.0.0.1:PORT
-	MQTT    string // 127.0.0.1:PORT of the broker
-	Token   string // the admin account's
-	Image   string // the TimescaleDB image, or "DATABASE_URL"
-	Server  *exec.Cmd
+	DB     *store.DB
+	DSN    string // the database's URL, for other processes (e.g. `sensorapi load`)
+	Bin    string // the sensorapi binary the server runs
+	URL    string // http://127.0.0.1:PORT
+	MQTT   string // 127.0.0.1:PORT of the broker
+	Token  string // the admin account's
+	Image  string // the TimescaleDB image, or "DATABASE_URL"
+	Server *exec.Cmd
+	// TSDB is the database container the harness started (nil with DATABASE_URL or
+	// Patroni), for floors that run inside it (psql).
+	TSDB    *testcontainers.TimescaleDB
 	cleanup []func()
 }
 
@@ -51,7 +54,7 @@ func Start(ctx context.Context) (*Harness, error) {
 			return nil, err
 		}
 		h.cleanup = append(h.cleanup, func() { _ = tsdb.Terminate(context.Background()) })
-		dsn, h.Image = tsdb.DSN, tsdb.Image
+		dsn, h.Image, h.TSDB = tsdb.DSN, tsdb.Image, tsdb
 	}
 	h.DSN = dsn
 	var err error
