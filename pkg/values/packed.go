@@ -199,11 +199,18 @@ func unpackOld(ctx context.Context, tx pgx.Tx, rows []Row, t Targets) error {
 		return nil
 	}
 	devIDs, _ := sortedDevices(slices.Clone(t.Devices)) // it compacts in place: writeRows reads t after
+	return lockAndUnpackDays(ctx, tx, devIDs, vars, vars, days)
+}
+
+// lockAndUnpackDays takes the devices' and variables' rows in the writers' lock order
+// (devices, then variables, by key), then unpacks those of the (variable, day) pairs
+// that are packed: a write into a packed day goes to rows, as every other write.
+func lockAndUnpackDays(ctx context.Context, tx pgx.Tx, devIDs, lockVars, vars []int64, days []time.Time) error {
 	var packedVars []int64
 	var packedDays []time.Time
 	b := &pgx.Batch{}
 	b.Queue(lockDevicesSQL, devIDs)
-	b.Queue(lockVariablesSQL, vars)
+	b.Queue(lockVariablesSQL, lockVars)
 	b.Queue(packedAmongSQL, vars, days).Query(func(rows pgx.Rows) error {
 		var v int64
 		var d time.Time
@@ -214,7 +221,7 @@ func unpackOld(ctx context.Context, tx pgx.Tx, rows []Row, t Targets) error {
 		return err
 	})
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
-		return fmt.Errorf("look for packed days before writing: %w", err)
+		return fmt.Errorf("lock the targets and look for packed days: %w", err)
 	}
 	if len(packedVars) == 0 {
 		return nil

@@ -211,30 +211,7 @@ SET value = EXCLUDED.value, context = EXCLUDED.context, created_at = now()`
 func (s *Staging) lockAndUnpack(ctx context.Context, tx pgx.Tx, keys []int64, t Targets) error {
 	devIDs, _ := sortedDevices(slices.Clone(t.Devices))
 	vars, days := s.tally.oldDays(keys)
-	var packedVars []int64
-	var packedDays []time.Time
-	b := &pgx.Batch{}
-	b.Queue(lockDevicesSQL, devIDs)
-	b.Queue(lockVariablesSQL, keys)
-	b.Queue(packedAmongSQL, vars, days).Query(func(rows pgx.Rows) error {
-		var v int64
-		var d time.Time
-		_, err := pgx.ForEachRow(rows, []any{&v, &d}, func() error {
-			packedVars, packedDays = append(packedVars, v), append(packedDays, d)
-			return nil
-		})
-		return err
-	})
-	if err := tx.SendBatch(ctx, b).Close(); err != nil {
-		return fmt.Errorf("lock the targets: %w", err)
-	}
-	if len(packedVars) == 0 {
-		return nil
-	}
-	if err := unpackDays(ctx, execIn(tx), packedVars, packedDays); err != nil {
-		return fmt.Errorf("before writing: %w", err)
-	}
-	return nil
+	return lockAndUnpackDays(ctx, tx, devIDs, keys, vars, days)
 }
 
 // lastValues moves lastActivity of the devices and lastValue/lastActivity of the
