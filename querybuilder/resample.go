@@ -2,6 +2,7 @@ package querybuilder
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	sq "github.com/Masterminds/squirrel"
@@ -44,6 +45,8 @@ type ResampleRequest struct {
 	Zone        string // IANA name
 	Start, End  *time.Time
 	TierBounds
+	Signal // time-aware aggregations only
+	Series
 }
 
 // AggregationRequest is a validated E9 request. Join aggregates all variables together.
@@ -54,6 +57,7 @@ type AggregationRequest struct {
 	Join        bool
 	Start, End  *time.Time
 	TierBounds
+	Signal // time-aware aggregations only
 }
 
 // Both statements return rows (ord, ts, value): ord is the 1-based position of the
@@ -208,7 +212,10 @@ type grid struct {
 	origin, key, step, label sq.Sqlizer
 }
 
-func gridFor(p Period, zone string, first sq.Sqlizer) grid {
+func gridFor(p Period, zone string, first sq.Sqlizer) grid { return gridAt(p, zone, first, "pts.ts") }
+
+// gridAt is gridFor with the key of the timestamptz SQL col (the compiler's own text).
+func gridAt(p Period, zone string, first sq.Sqlizer, col string) grid {
 	switch p.Unit {
 	case Minute, Hour:
 		unit := map[Unit]string{Minute: "mins", Hour: "hours"}[p.Unit]
@@ -217,7 +224,7 @@ func gridFor(p Period, zone string, first sq.Sqlizer) grid {
 			// the instant of local midnight of the day of the earliest point
 			origin: sq.Expr(`SELECT ? AS at FROM (SELECT (fp.ts AT TIME ZONE ?)::date::timestamp AS day FROM (?) fp) d`,
 				localMidnight("d.day", zone), zone, first),
-			key:   sq.Expr("time_bucket(?, pts.ts, (SELECT at FROM origin))", width),
+			key:   sq.Expr("time_bucket(?, "+col+", (SELECT at FROM origin))", width),
 			step:  width,
 			label: sq.Expr("g.key"),
 		}
@@ -225,21 +232,21 @@ func gridFor(p Period, zone string, first sq.Sqlizer) grid {
 		return grid{
 			// the local date of the earliest point; buckets are n local dates from it
 			origin: sq.Expr(`SELECT (fp.ts AT TIME ZONE ?)::date AS day FROM (?) fp`, zone, first),
-			key:    sq.Expr("((SELECT day FROM origin) + ((pts.ts AT TIME ZONE ?)::date - (SELECT day FROM origin)) / ? * ?)::timestamp", zone, p.N, p.N),
+			key:    sq.Expr("((SELECT day FROM origin) + (("+col+" AT TIME ZONE ?)::date - (SELECT day FROM origin)) / ? * ?)::timestamp", zone, p.N, p.N),
 			step:   sq.Expr("make_interval(days => ?)", p.N),
 			label:  localMidnight("g.key", zone),
 		}
 	case Week:
 		// key: local Monday 00:00; label: the Sunday that ends the week
 		return grid{
-			key:   sq.Expr("date_trunc('week', pts.ts AT TIME ZONE ?)", zone),
+			key:   sq.Expr("date_trunc('week', "+col+" AT TIME ZONE ?)", zone),
 			step:  sq.Expr("interval '7 days'"),
 			label: localMidnight("(g.key + interval '6 days')", zone),
 		}
 	}
 	// Month. key: local first of the month; label: its last day
 	return grid{
-		key:   sq.Expr("date_trunc('month', pts.ts AT TIME ZONE ?)", zone),
+		key:   sq.Expr("date_trunc('month', "+col+" AT TIME ZONE ?)", zone),
 		step:  sq.Expr("interval '1 month'"),
 		label: localMidnight("(g.key + interval '1 month' - interval '1 day')", zone),
 	}
@@ -286,6 +293,9 @@ func Resample(r ResampleRequest) (Query, error) {
 }
 
 func resample(r ResampleRequest, s sums) (Query, error) {
+	if sig := signalAggregationNamed(r.Aggregation); sig != nil {
+		return signalResample(r, sig)
+	}
 	agg, ok := resampleAggregationNamed(r.Aggregation)
 	if !ok {
 		return Query{}, fmt.Errorf("resample: unknown aggregation %q", r.Aggregation)
@@ -326,26 +336,76 @@ buckets AS (
     GROUP BY 1, 2
   ) b
   JOIN vars ON vars.id = b.variable_id
-),
+)`, g.key), seriesTail(agg.fill, g, r))
+	return build(stmt, notes)
+}
+
+// seriesTail turns buckets (ord, key, value: the non-empty buckets) into each
+// variable's series from its first to its last bucket (or, extended, from start's to
+// end's), empty buckets valued fill, and the statement's output rows.
+func seriesTail(fill string, g grid, r ResampleRequest) sq.Sqlizer {
+	x := r.Series
+	src, head, seedCol, seeds := "buckets", sq.Expr(""), "", ""
+	if x.Extend {
+		src, head = "spanned", spannedCTE(fill, g, r.Start, r.End)
+	}
+	if x.Seed != nil {
+		seedCol, seeds = ", false AS seed", "\nUNION ALL\nSELECT ord, "+epochMillis("ts")+", value, true FROM seed"
+		head = sq.ConcatExpr(head, ",\nseed AS (\n  SELECT vars.ord, b.ts, b.value FROM vars CROSS JOIN LATERAL ", beforePoint("vars.id", *x.Seed), " b\n)")
+	}
+	return sq.ConcatExpr(head, sq.Expr(`,
 gapped AS (
-  SELECT ord FROM buckets GROUP BY ord HAVING min(key) + (count(*) - 1) * ? <> max(key)
+  SELECT ord FROM `+src+` GROUP BY ord HAVING min(key) + (count(*) - 1) * ? <> max(key)
 ),
 gaps AS (
-  SELECT b.ord, k.key, `+agg.fill+` AS value
+  SELECT b.ord, k.key, `+fill+` AS value
   FROM (SELECT ord, key, lead(key) OVER (PARTITION BY ord ORDER BY key) AS next
-        FROM buckets WHERE ord IN (SELECT ord FROM gapped)) b
+        FROM `+src+` WHERE ord IN (SELECT ord FROM gapped)) b
   CROSS JOIN LATERAL generate_series(b.key + ?, b.next - ?, ?) AS k(key)
   WHERE b.next > b.key + ?
 ),
 filled AS (
   SELECT g.ord, ? AS label, g.value
-  FROM (SELECT ord, key, value FROM buckets UNION ALL SELECT ord, key, value FROM gaps) g
+  FROM (SELECT ord, key, value FROM `+src+` UNION ALL SELECT ord, key, value FROM gaps) g
 )
-`+unknownIDs+`
+`+strings.Replace(unknownIDs, "AS value", "AS value"+seedCol, 1)+`
 UNION ALL
-SELECT ord, `+epochMillis("label")+`, value FROM filled
-ORDER BY 1, 2 DESC`, g.key, g.step, g.step, g.step, g.step, g.step, g.label))
-	return build(stmt, notes)
+SELECT ord, `+epochMillis("label")+`, value`+seedCol+` FROM filled`+seeds+`
+ORDER BY 1, 2 DESC`, g.step, g.step, g.step, g.step, g.step, g.label))
+}
+
+// Series says how far E8's series reach: Extend, from the bucket holding start (when
+// given) to the one holding end (or now()); Seed, when not nil, asks for each
+// variable's last value before it (rows with seed true), which a fill by previous
+// carries into the leading buckets.
+type Series struct {
+	Extend bool
+	Seed   *time.Time
+}
+
+// spannedCTE is buckets with the buckets holding the range's ends added (valued fill)
+// where a variable has none there.
+func spannedCTE(fill string, g grid, start, end *time.Time) sq.Sqlizer {
+	var at []any
+	for _, t := range []*time.Time{start, end} {
+		if t != nil {
+			at = append(at, sq.Expr("(?::timestamptz)", *t))
+		} else if start != nil {
+			at = append(at, sq.Expr("(now())"))
+		}
+	}
+	if len(at) == 0 {
+		return sq.Expr(",\nspanned AS (\n  SELECT ord, key, value FROM buckets\n)")
+	}
+	values := []any{}
+	for i, a := range at {
+		if i > 0 {
+			values = append(values, ", ")
+		}
+		values = append(values, a)
+	}
+	return sq.ConcatExpr(",\nspanned AS (\n  SELECT ord, key, value FROM buckets\n  UNION ALL\n  SELECT vars.ord, e.key, "+fill+"\n  FROM vars\n  CROSS JOIN (SELECT DISTINCT ",
+		g.key, " AS key FROM (VALUES ", sq.ConcatExpr(values...), ") pts(ts)) e\n  WHERE e.key IS NOT NULL AND NOT EXISTS (SELECT 1 FROM buckets b WHERE b.ord = vars.ord AND b.key = e.key)\n)")
 }
 
 // Aggregation compiles an E9 request into one statement: one row per variable with
@@ -358,6 +418,9 @@ func Aggregation(r AggregationRequest) (Query, error) {
 }
 
 func aggregationOf(r AggregationRequest, s sums) (Query, error) {
+	if sig := signalAggregationNamed(r.Aggregation); sig != nil {
+		return signalAggregationOf(r, sig)
+	}
 	agg, ok := resampleAggregationNamed(r.Aggregation)
 	if !ok {
 		return Query{}, fmt.Errorf("aggregation: unknown aggregation %q", r.Aggregation)

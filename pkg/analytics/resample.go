@@ -12,6 +12,7 @@ import (
 	_ "time/tzdata" // zone names validate the same on every host, with or without /usr/share/zoneinfo
 
 	"github.com/sensordata/sensorapi/pkg/fault"
+	"github.com/sensordata/sensorapi/pkg/gapfill"
 	"github.com/sensordata/sensorapi/pkg/validate"
 	"github.com/sensordata/sensorapi/querybuilder"
 )
@@ -29,6 +30,10 @@ type Resample struct {
 	Query     querybuilder.ResampleRequest
 	Join      bool
 	Precision int // -1: full precision
+	// Fill fills the empty buckets of each series (API.md §20; "": none) in Shape, over the
+	// statement's answer; FillLimit 0 is no limit.
+	Fill      gapfill.Method
+	FillLimit int
 }
 
 // Aggregation is a parsed E9 body.
@@ -42,6 +47,10 @@ type Row struct {
 	Ord   int64    `bun:"ord"`
 	TS    *int64   `bun:"ts"`
 	Value *float64 `bun:"value"`
+	// Seed: not a bucket but the variable's last value before start, which an
+	// extended series filled by previous carries into its leading buckets (only
+	// statements for such requests have this column)
+	Seed bool `bun:"seed"`
 }
 
 // Response is the body of E8 and E9.
@@ -65,6 +74,7 @@ type common struct {
 	start, end *time.Time
 	join       bool
 	precision  int
+	signal     querybuilder.Signal
 }
 
 // ParseResample validates an E8 body for the account.
@@ -75,13 +85,18 @@ func ParseResample(body []byte, accountID int64) (*Resample, error) {
 	}
 	c := readCommon(o)
 	period, okPeriod := readPeriod(o)
+	fill, limit, extend := readFill(o)
 	if err := o.Errs.Err(); err != nil || !okPeriod {
 		return nil, err
 	}
+	series := querybuilder.Series{Extend: extend}
+	if extend && fill == gapfill.Previous {
+		series.Seed = c.start
+	}
 	return &Resample{
 		Query: querybuilder.ResampleRequest{AccountID: accountID, VariableIDs: c.ids, Aggregation: c.agg,
-			Period: period, Zone: c.zone, Start: c.start, End: c.end},
-		Join: c.join, Precision: c.precision,
+			Period: period, Zone: c.zone, Start: c.start, End: c.end, Signal: c.signal, Series: series},
+		Join: c.join, Precision: c.precision, Fill: fill, FillLimit: limit,
 	}, nil
 }
 
@@ -98,7 +113,7 @@ func ParseAggregation(body []byte, accountID int64) (*Aggregation, error) {
 	}
 	return &Aggregation{
 		Query: querybuilder.AggregationRequest{AccountID: accountID, VariableIDs: c.ids, Aggregation: c.agg,
-			Join: c.join, Start: c.start, End: c.end},
+			Join: c.join, Start: c.start, End: c.end, Signal: c.signal},
 		Precision: c.precision,
 	}, nil
 }
@@ -137,6 +152,7 @@ func readCommon(o *validate.Object) common {
 	if p, ok := o.NullableInt("precision", 0, 16); ok && p != nil {
 		c.precision = int(*p)
 	}
+	c.signal = readSignal(o)
 	return c
 }
 
@@ -228,7 +244,7 @@ func CheckResolved(rows []Row, ids []string) error {
 
 // Shape builds the E8 body from rows ordered by variable, newest first.
 func (r *Resample) Shape(rows []Row) Response {
-	series := splitSeries(rows, len(r.Query.VariableIDs), r.Precision)
+	series := splitSeries(r.filled(rows), len(r.Query.VariableIDs), r.Precision)
 	if !r.Join {
 		return separate(series)
 	}

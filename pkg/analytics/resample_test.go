@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sensordata/sensorapi/pkg/fault"
+	"github.com/sensordata/sensorapi/pkg/gapfill"
 	"github.com/sensordata/sensorapi/querybuilder"
 )
 
@@ -43,6 +44,29 @@ func TestParseResample(t *testing.T) {
 	}
 }
 
+// TestParseSignal reads the time-aware fields into the compiler's request.
+func TestParseSignal(t *testing.T) {
+	r, err := ParseResample([]byte(`{"variables":["a"],"aggregation":"twa","period":"1H","start":1000,"method":"linear",
+		"max_gap":90.5,"fill":"previous","fill_limit":3,"extend":true}`), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := r.Query
+	if !q.Linear || q.MaxGap != 90.5 || r.Fill != gapfill.Previous || r.FillLimit != 3 || !q.Extend ||
+		q.Seed == nil || q.Seed.UnixMilli() != 1000 {
+		t.Fatalf("%+v", r)
+	}
+	a, err := ParseAggregation([]byte(`{"variables":["a"],"aggregation":"increase","method":"locf"}`), 1)
+	if err != nil || a.Query.Linear || a.Query.Aggregation != "increase" {
+		t.Fatalf("%+v %v", a, err)
+	}
+	_, _, err = ParseStatistics([]byte(`{"start":0,"end":1,"variables":[{"variable":"x"}],"aggregations":["twa"],"method":"cubic"}`), 1)
+	var ae *fault.Error
+	if !errors.As(err, &ae) || len(ae.Detail.(fault.Fields)["method"]) == 0 {
+		t.Fatalf("statistics method: %v", err)
+	}
+}
+
 func TestParseResampleRefuses(t *testing.T) {
 	base := `"variables":["a"],"aggregation":"mean"`
 	cases := map[string]string{
@@ -64,6 +88,18 @@ func TestParseResampleRefuses(t *testing.T) {
 		`{"variables":[1],"aggregation":"mean","period":"D"}`:  "variables.0",
 		`{"variables":["a"],"aggregation":"avg","period":"D"}`: "aggregation",
 		`{"variables":["a"],"period":"D"}`:                     "aggregation",
+		// the time-aware fields (API.md §20)
+		`{` + base + `,"period":"D","method":"spline"}`: "method",
+		`{` + base + `,"period":"D","method":1}`:        "method",
+		`{` + base + `,"period":"D","max_gap":0}`:       "max_gap",
+		`{` + base + `,"period":"D","max_gap":-5}`:      "max_gap",
+		`{` + base + `,"period":"D","max_gap":"60"}`:    "max_gap",
+		`{` + base + `,"period":"D","max_gap":1e13}`:    "max_gap",
+		`{` + base + `,"period":"D","fill":"nearest"}`:  "fill",
+		`{` + base + `,"period":"D","fill":null}`:       "fill",
+		`{` + base + `,"period":"D","fill_limit":0}`:    "fill_limit",
+		`{` + base + `,"period":"D","fill_limit":1.5}`:  "fill_limit",
+		`{` + base + `,"period":"D","extend":"yes"}`:    "extend",
 	}
 	for body, field := range cases {
 		_, err := ParseResample([]byte(body), 1)
@@ -93,7 +129,7 @@ func TestShapeJoin(t *testing.T) {
 	v := func(f float64) *float64 { return &f }
 	ts := func(n int64) *int64 { return &n }
 	r := Resample{Query: querybuilder.ResampleRequest{VariableIDs: []string{"x", "y"}}, Join: true, Precision: 1}
-	got, _ := json.Marshal(r.Shape([]Row{{1, ts(20), v(1.25)}, {1, ts(10), nil}, {2, ts(30), v(-2.25)}, {2, ts(20), v(3)}}))
+	got, _ := json.Marshal(r.Shape([]Row{{1, ts(20), v(1.25), false}, {1, ts(10), nil, false}, {2, ts(30), v(-2.25), false}, {2, ts(20), v(3), false}}))
 	want := `{"results":[[30,null,-2.3],[20,1.3,3],[10,null,null]],"columns":["timestamp","x.value.value","y.value.value"]}`
 	if string(got) != want {
 		t.Fatalf("got  %s\nwant %s", got, want)

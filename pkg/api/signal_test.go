@@ -1,0 +1,166 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/sensordata/sensorapi/pkg/values"
+	"github.com/sensordata/sensorapi/testcontainers/testenv"
+)
+
+// signalFixture is testdata/signal/fixtures.json, written by gen.py beside it: the
+// time-aware aggregations (API.md §20) computed by numpy, the E8 fill by pandas.
+type signalFixture struct {
+	Points      map[string][][2]json.Number `json:"points"`
+	Statistics  []parityCase                `json:"statistics"`
+	Resample    []parityCase                `json:"resample"`
+	Aggregation []parityCase                `json:"aggregation"`
+}
+
+// TestSignalAnalytics replays every case of the fixture (each aggregation × method ×
+// with and without max_gap, in UTC, Europe/Berlin across its DST changes and
+// Asia/Kathmandu; random millisecond ranges, so values outside them shape the edges;
+// a counter with restarts; silences of months; every fill) against E7, E8 and E9 on
+// the real database, first over rows, then with every day packed: timestamps equal,
+// values within 1e-9 relative.
+func TestSignalAnalytics(t *testing.T) {
+	t.Parallel() // its own account, read-only once seeded
+	var fx signalFixture
+	loadFixture(t, "testdata/signal/fixtures.json", &fx)
+	if len(fx.Statistics) == 0 || len(fx.Resample) == 0 || len(fx.Aggregation) == 0 {
+		t.Fatal("the fixture has no cases; regenerate it with testdata/signal/gen.py")
+	}
+	c := env.Client(t).As(env.NewAccount(t))
+	vars := seedTiers(t, c, fx.Points)
+	ids := map[string]string{}
+	for n, v := range vars {
+		ids[n] = v.id
+	}
+	t.Run("rows", func(t *testing.T) { signalCases(t, c, ids, fx) })
+	packVars(t, vars)
+	t.Run("packed", func(t *testing.T) { signalCases(t, c, ids, fx) })
+}
+
+// packVars packs every day of the variables' values (the packed layout, issue 32).
+func packVars(t *testing.T, vars map[string]*tiersVar) {
+	t.Helper()
+	st := &values.Store{Pool: env.DB.Pool}
+	packed := 0
+	for _, v := range vars {
+		if len(v.pts) == 0 {
+			continue
+		}
+		first, last := v.pts[0].TS, v.pts[0].TS
+		for _, p := range v.pts {
+			first, last = min(first, p.TS), max(last, p.TS)
+		}
+		for day := values.Day(refTime(first)); !day.After(refTime(last)); day = day.Add(24 * time.Hour) {
+			n, err := st.PackDay(context.Background(), v.key, day)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n > 0 {
+				packed++
+			}
+		}
+	}
+	if packed == 0 {
+		t.Fatal("no day packed")
+	}
+}
+
+func signalCases(t *testing.T, c *testenv.Client, ids map[string]string, fx signalFixture) {
+	run := func(t *testing.T, path string, cases []parityCase) {
+		for _, pc := range cases {
+			t.Run(pc.Name, func(t *testing.T) {
+				body, _ := withIDs(pc.Body, ids)
+				got := signalPost(t, c, path, body)
+				if err := sameResults(decodeNumbers(t, pc.Expected), decodeNumbers(t, got)); err != nil {
+					t.Fatalf("%v\nbody %v\n got %s\nwant %s", err, body, got, pc.Expected)
+				}
+			})
+		}
+	}
+	t.Run("resample", func(t *testing.T) { run(t, resamplePath, fx.Resample) })
+	t.Run("aggregation", func(t *testing.T) { run(t, aggregationPath, fx.Aggregation) })
+	t.Run("statistics", func(t *testing.T) {
+		for _, pc := range fx.Statistics {
+			t.Run(pc.Name, func(t *testing.T) { checkSignalStatistics(t, c, ids, pc) })
+		}
+	})
+}
+
+// signalPost posts an E8 or E9 body and returns its results.
+func signalPost(t *testing.T, c *testenv.Client, path string, body map[string]any) json.RawMessage {
+	t.Helper()
+	r := c.Post(path, body)
+	if r.Status != 200 {
+		t.Fatalf("status %d: %s", r.Status, r.Body)
+	}
+	var got struct {
+		Results json.RawMessage `json:"results"`
+	}
+	if err := json.Unmarshal(r.Body, &got); err != nil {
+		t.Fatal(err)
+	}
+	return got.Results
+}
+
+// checkSignalStatistics compares an E7 answer with the fixture: per variable, the
+// requested aggregations' values ({} where the range holds no data and no signal).
+func checkSignalStatistics(t *testing.T, c *testenv.Client, ids map[string]string, pc parityCase) {
+	t.Helper()
+	body := map[string]any{}
+	for k, v := range pc.Body {
+		body[k] = v
+	}
+	var refs []map[string]string
+	for _, n := range pc.Body["variables"].([]any) {
+		refs = append(refs, map[string]string{"variable": ids[n.(string)]})
+	}
+	body["variables"] = refs
+	r := c.Post("/api/v2.0/data/statistics/", body)
+	if r.Status != 200 {
+		t.Fatalf("status %d: %s", r.Status, r.Body)
+	}
+	var got struct {
+		Results []struct {
+			Results map[string]struct {
+				Value json.Number `json:"value"`
+			} `json:"results"`
+		} `json:"results"`
+	}
+	var want []map[string]json.Number
+	if err := json.Unmarshal(r.Body, &got); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(pc.Expected, &want); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Results) != len(want) {
+		t.Fatalf("%d results, want %d: %s", len(got.Results), len(want), r.Body)
+	}
+	for i, w := range want {
+		g := got.Results[i].Results
+		if len(g) != len(w) {
+			t.Fatalf("variable %d: %d aggregations, want %d: %s", i, len(g), len(w), r.Body)
+		}
+		for name, wv := range w {
+			var wantV, gotV any
+			if wv != "" {
+				wantV = wv
+			}
+			if gv := g[name].Value; gv != "" {
+				gotV = gv
+			}
+			if err := sameScalar(wantV, gotV, false); err != nil {
+				t.Errorf("variable %d %s: %v\nbody %v\n got %s", i, name, err, body, r.Body)
+			}
+		}
+	}
+	if t.Failed() {
+		t.Logf("want %s", pc.Expected)
+	}
+}
