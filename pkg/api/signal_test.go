@@ -17,6 +17,12 @@ type signalFixture struct {
 	Statistics  []parityCase                `json:"statistics"`
 	Resample    []parityCase                `json:"resample"`
 	Aggregation []parityCase                `json:"aggregation"`
+	// Property: random requests (endpoint, aggregation, method, max_gap, period,
+	// zone, range, fill) over random irregular series, by gen.py's seeded generator
+	Property []struct {
+		parityCase
+		Kind string `json:"kind"`
+	} `json:"property"`
 }
 
 // TestSignalAnalytics replays every case of the fixture (each aggregation × method ×
@@ -88,6 +94,21 @@ func signalCases(t *testing.T, c *testenv.Client, ids map[string]string, fx sign
 	t.Run("statistics", func(t *testing.T) {
 		for _, pc := range fx.Statistics {
 			t.Run(pc.Name, func(t *testing.T) { checkSignalStatistics(t, c, ids, pc) })
+		}
+	})
+	t.Run("property", func(t *testing.T) {
+		if len(fx.Property) < 30 {
+			t.Fatalf("%d property cases; regenerate the fixture with testdata/signal/gen.py", len(fx.Property))
+		}
+		for _, pc := range fx.Property {
+			switch pc.Kind {
+			case "statistics":
+				t.Run(pc.Name, func(t *testing.T) { checkSignalStatistics(t, c, ids, pc.parityCase) })
+			case "resample":
+				run(t, resamplePath, []parityCase{pc.parityCase})
+			default:
+				run(t, aggregationPath, []parityCase{pc.parityCase})
+			}
 		}
 	})
 }

@@ -69,6 +69,10 @@ POINTS = {
     "temp": irregular(12 * MINUTE, lambda: float(RNG.uniform(15, 30)), holes=4),
     "sparse": irregular(4 * HOUR, lambda: float(RNG.uniform(100, 200))),
     "meter": counter(20 * MINUTE),
+    # the property cases' series: random densities, levels and holes
+    "p1": irregular(float(RNG.uniform(1, 30)) * MINUTE, lambda: float(RNG.uniform(-5, 40)), holes=6),
+    "p2": irregular(float(RNG.uniform(30, 300)) * MINUTE, lambda: float(RNG.uniform(1e3, 1e4)), holes=2),
+    "p3": counter(float(RNG.uniform(5, 60)) * MINUTE),
 }
 
 
@@ -218,6 +222,12 @@ def aggregation(body):
 def series_values(name, body, edges):
     """One variable's bucket values over the grid, and which buckets are non-empty."""
     agg, lo, hi = body["aggregation"], body["start"], body["end"]
+    if agg == "mean":  # E8's own mean, for its fill
+        ts, vs = arrays(name)
+        keep = (ts >= lo) & (ts <= hi)
+        idx = np.searchsorted(edges, ts[keep], side="right") - 1
+        n, total = np.bincount(idx, minlength=len(edges) - 1), np.bincount(idx, vs[keep], minlength=len(edges) - 1)
+        return [float(total[i] / n[i]) if n[i] else None for i in range(len(n))], n > 0
     if agg == "increase":
         nv, inc = increases(name, lo, hi, edges)
         return [value(agg, 0, 0, nv[i], inc[i]) for i in range(len(nv))], nv > 0
@@ -246,7 +256,7 @@ def fill(vals, labels, body, seed):
 def resample(body):
     zone, lo, hi, agg = body.get("tz", "UTC"), body["start"], body["end"], body["aggregation"]
     origin = lo
-    if agg == "increase":  # E8's grid: the earliest value in range of the variables
+    if agg in ("increase", "mean"):  # E8's grid: the earliest value in range of the variables
         firsts = [t for n in body["variables"] for t in arrays(n)[0] if lo <= t <= hi]
         if not firsts:
             return [[] for _ in body["variables"]]
@@ -308,6 +318,37 @@ def cases():
     return out
 
 
+def property_cases(count):
+    """Random requests over the random series p1-p3: endpoint, aggregation, method,
+    max_gap, period, zone, range (from minutes to weeks) and, for E8, fill."""
+    out = []
+    for i in range(count):
+        names = [str(n) for n in RNG.choice(["p1", "p2", "p3"], size=int(RNG.integers(1, 4)), replace=False)]
+        agg, zone = AGGS[int(RNG.integers(0, 4))], ZONES[int(RNG.integers(0, 3))]
+        start, end = random_range(0.1, 200)
+        body = {"variables": names, "aggregation": agg, "start": start, "end": end,
+                "method": ["locf", "linear"][int(RNG.integers(0, 2))]}
+        if RNG.random() < 0.6:
+            body["max_gap"] = float(round(RNG.uniform(60, 20_000), 3))
+        kind = ["resample", "aggregation", "statistics"][i % 3]
+        if kind == "resample":
+            body.update(period=PERIODS[int(RNG.integers(0, len(PERIODS)))], tz=zone)
+            if RNG.random() < 0.4:
+                body.update(fill=["zero", "previous", "linear"][int(RNG.integers(0, 3))], extend=bool(RNG.random() < 0.5))
+                if RNG.random() < 0.5:
+                    body["fill_limit"] = int(RNG.integers(1, 4))
+            expected = resample(body)
+        elif kind == "aggregation":
+            body["join_dataframes"] = bool(RNG.random() < 0.4)
+            expected = aggregation(body)
+        else:
+            body["aggregations"] = [str(a) for a in RNG.permutation(AGGS)[:int(RNG.integers(1, 5))]]
+            del body["aggregation"]
+            expected = statistics(body)
+        out.append({"name": f"{kind} {i}", "kind": kind, "body": body, "expected": expected})
+    return out
+
+
 def fill_cases():
     """E8 fill: every method, with and without a limit and extend, on the sparse
     variable's 1H twa (many empty buckets) and temp's hourly mean."""
@@ -321,11 +362,14 @@ def fill_cases():
         if limit is not None:
             body["fill_limit"] = limit
         out.append({"name": f"fill {how} limit={limit} extend={extend} {zone}", "body": body, "expected": resample(body)})
+        mean = dict(body, variables=["temp", "sparse"], aggregation="mean", period="15T")
+        del mean["max_gap"]
+        out.append({"name": f"fill mean {how} limit={limit} extend={extend} {zone}", "body": mean, "expected": resample(mean)})
     return out
 
 
 def main():
-    fx = {"points": POINTS, **cases()}
+    fx = {"points": POINTS, **cases(), "property": property_cases(90)}
     with open(os.path.join(HERE, "fixtures.json"), "w") as f:
         json.dump(fx, f, separators=(",", ":"))
         f.write("\n")
