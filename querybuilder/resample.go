@@ -2,7 +2,6 @@ package querybuilder
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	sq "github.com/Masterminds/squirrel"
@@ -46,7 +45,7 @@ type ResampleRequest struct {
 	Start, End  *time.Time
 	TierBounds
 	Signal // time-aware aggregations only
-	Series
+	Series // extend and fill
 }
 
 // AggregationRequest is a validated E9 request. Join aggregates all variables together.
@@ -338,74 +337,6 @@ buckets AS (
   JOIN vars ON vars.id = b.variable_id
 )`, g.key), seriesTail(agg.fill, g, r))
 	return build(stmt, notes)
-}
-
-// seriesTail turns buckets (ord, key, value: the non-empty buckets) into each
-// variable's series from its first to its last bucket (or, extended, from start's to
-// end's), empty buckets valued fill, and the statement's output rows.
-func seriesTail(fill string, g grid, r ResampleRequest) sq.Sqlizer {
-	x := r.Series
-	src, head, seedCol, seeds := "buckets", sq.Expr(""), "", ""
-	if x.Extend {
-		src, head = "spanned", spannedCTE(fill, g, r.Start, r.End)
-	}
-	if x.Seed != nil {
-		seedCol, seeds = ", false AS seed", "\nUNION ALL\nSELECT ord, "+epochMillis("ts")+", value, true FROM seed"
-		head = sq.ConcatExpr(head, ",\nseed AS (\n  SELECT vars.ord, b.ts, b.value FROM vars CROSS JOIN LATERAL ", beforePoint("vars.id", *x.Seed), " b\n)")
-	}
-	return sq.ConcatExpr(head, sq.Expr(`,
-gapped AS (
-  SELECT ord FROM `+src+` GROUP BY ord HAVING min(key) + (count(*) - 1) * ? <> max(key)
-),
-gaps AS (
-  SELECT b.ord, k.key, `+fill+` AS value
-  FROM (SELECT ord, key, lead(key) OVER (PARTITION BY ord ORDER BY key) AS next
-        FROM `+src+` WHERE ord IN (SELECT ord FROM gapped)) b
-  CROSS JOIN LATERAL generate_series(b.key + ?, b.next - ?, ?) AS k(key)
-  WHERE b.next > b.key + ?
-),
-filled AS (
-  SELECT g.ord, ? AS label, g.value
-  FROM (SELECT ord, key, value FROM `+src+` UNION ALL SELECT ord, key, value FROM gaps) g
-)
-`+strings.Replace(unknownIDs, "AS value", "AS value"+seedCol, 1)+`
-UNION ALL
-SELECT ord, `+epochMillis("label")+`, value`+seedCol+` FROM filled`+seeds+`
-ORDER BY 1, 2 DESC`, g.step, g.step, g.step, g.step, g.step, g.label))
-}
-
-// Series says how far E8's series reach: Extend, from the bucket holding start (when
-// given) to the one holding end (or now()); Seed, when not nil, asks for each
-// variable's last value before it (rows with seed true), which a fill by previous
-// carries into the leading buckets.
-type Series struct {
-	Extend bool
-	Seed   *time.Time
-}
-
-// spannedCTE is buckets with the buckets holding the range's ends added (valued fill)
-// where a variable has none there.
-func spannedCTE(fill string, g grid, start, end *time.Time) sq.Sqlizer {
-	var at []any
-	for _, t := range []*time.Time{start, end} {
-		if t != nil {
-			at = append(at, sq.Expr("(?::timestamptz)", *t))
-		} else if start != nil {
-			at = append(at, sq.Expr("(now())"))
-		}
-	}
-	if len(at) == 0 {
-		return sq.Expr(",\nspanned AS (\n  SELECT ord, key, value FROM buckets\n)")
-	}
-	values := []any{}
-	for i, a := range at {
-		if i > 0 {
-			values = append(values, ", ")
-		}
-		values = append(values, a)
-	}
-	return sq.ConcatExpr(",\nspanned AS (\n  SELECT ord, key, value FROM buckets\n  UNION ALL\n  SELECT vars.ord, e.key, "+fill+"\n  FROM vars\n  CROSS JOIN (SELECT DISTINCT ",
-		g.key, " AS key FROM (VALUES ", sq.ConcatExpr(values...), ") pts(ts)) e\n  WHERE e.key IS NOT NULL AND NOT EXISTS (SELECT 1 FROM buckets b WHERE b.ord = vars.ord AND b.key = e.key)\n)")
 }
 
 // Aggregation compiles an E9 request into one statement: one row per variable with

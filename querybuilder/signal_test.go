@@ -3,23 +3,21 @@ package querybuilder
 import (
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestSignalGolden pins the statements of the time-aware aggregations (API.md §20):
 // one per request, reading rows and packed days, intervals by lead() and lag().
 func TestSignalGolden(t *testing.T) {
-	at := func(ts time.Time) *time.Time { return &ts }
 	sig := Signal{Linear: true, MaxGap: 900}
 	resamples := []struct {
 		name string
 		req  ResampleRequest
 	}{
 		{"resample_twa_1H_linear_gap.sql", ResampleRequest{7, rsIDs, "twa", Period{Hour, 1}, "Europe/Berlin", &rsStart, &rsEnd, TierBounds{}, sig, Series{}}},
-		{"resample_integral_2D_locf.sql", ResampleRequest{7, rsIDs, "integral", Period{Day, 2}, "Asia/Kathmandu", &rsStart, &rsEnd, TierBounds{}, Signal{}, Series{}}},
-		{"resample_coverage_M_extend.sql", ResampleRequest{7, rsIDs, "coverage", Period{Month, 1}, "UTC", &rsStart, nil, TierBounds{}, Signal{MaxGap: 60}, Series{Extend: true}}},
+		{"resample_integral_2D_locf_zero.sql", ResampleRequest{7, rsIDs, "integral", Period{Day, 2}, "Asia/Kathmandu", &rsStart, &rsEnd, TierBounds{}, Signal{}, Series{Fill: FillZero}}},
+		{"resample_coverage_M_extend_linear.sql", ResampleRequest{7, rsIDs, "coverage", Period{Month, 1}, "UTC", &rsStart, nil, TierBounds{}, Signal{MaxGap: 60}, Series{Extend: true, Fill: FillLinear}}},
 		{"resample_increase_15T_last100.sql", ResampleRequest{7, rsIDs, "increase", Period{Minute, 15}, "UTC", nil, nil, TierBounds{}, Signal{}, Series{}}},
-		{"resample_mean_1D_extend_seed.sql", ResampleRequest{7, rsIDs, "mean", Period{Day, 1}, "Europe/Berlin", &rsStart, &rsEnd, TierBounds{}, Signal{}, Series{Extend: true, Seed: at(rsStart)}}},
+		{"resample_mean_1D_extend_previous.sql", ResampleRequest{7, rsIDs, "mean", Period{Day, 1}, "Europe/Berlin", &rsStart, &rsEnd, TierBounds{}, Signal{}, Series{Extend: true, Fill: FillPrevious, FillLimit: 3}}},
 	}
 	for _, tc := range resamples {
 		t.Run(tc.name, func(t *testing.T) {

@@ -12,7 +12,6 @@ import (
 	_ "time/tzdata" // zone names validate the same on every host, with or without /usr/share/zoneinfo
 
 	"github.com/sensordata/sensorapi/pkg/fault"
-	"github.com/sensordata/sensorapi/pkg/gapfill"
 	"github.com/sensordata/sensorapi/pkg/validate"
 	"github.com/sensordata/sensorapi/querybuilder"
 )
@@ -30,10 +29,6 @@ type Resample struct {
 	Query     querybuilder.ResampleRequest
 	Join      bool
 	Precision int // -1: full precision
-	// Fill fills the empty buckets of each series (API.md §20; "": none) in Shape, over the
-	// statement's answer; FillLimit 0 is no limit.
-	Fill      gapfill.Method
-	FillLimit int
 }
 
 // Aggregation is a parsed E9 body.
@@ -47,10 +42,6 @@ type Row struct {
 	Ord   int64    `bun:"ord"`
 	TS    *int64   `bun:"ts"`
 	Value *float64 `bun:"value"`
-	// Seed: not a bucket but the variable's last value before start, which an
-	// extended series filled by previous carries into its leading buckets (only
-	// statements for such requests have this column)
-	Seed bool `bun:"seed"`
 }
 
 // Response is the body of E8 and E9.
@@ -85,18 +76,14 @@ func ParseResample(body []byte, accountID int64) (*Resample, error) {
 	}
 	c := readCommon(o)
 	period, okPeriod := readPeriod(o)
-	fill, limit, extend := readFill(o)
+	series := readSeries(o)
 	if err := o.Errs.Err(); err != nil || !okPeriod {
 		return nil, err
-	}
-	series := querybuilder.Series{Extend: extend}
-	if extend && fill == gapfill.Previous {
-		series.Seed = c.start
 	}
 	return &Resample{
 		Query: querybuilder.ResampleRequest{AccountID: accountID, VariableIDs: c.ids, Aggregation: c.agg,
 			Period: period, Zone: c.zone, Start: c.start, End: c.end, Signal: c.signal, Series: series},
-		Join: c.join, Precision: c.precision, Fill: fill, FillLimit: limit,
+		Join: c.join, Precision: c.precision,
 	}, nil
 }
 
@@ -244,7 +231,7 @@ func CheckResolved(rows []Row, ids []string) error {
 
 // Shape builds the E8 body from rows ordered by variable, newest first.
 func (r *Resample) Shape(rows []Row) Response {
-	series := splitSeries(r.filled(rows), len(r.Query.VariableIDs), r.Precision)
+	series := splitSeries(rows, len(r.Query.VariableIDs), r.Precision)
 	if !r.Join {
 		return separate(series)
 	}

@@ -2,9 +2,9 @@ package analytics
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
-	"github.com/sensordata/sensorapi/pkg/gapfill"
 	"github.com/sensordata/sensorapi/pkg/validate"
 	"github.com/sensordata/sensorapi/querybuilder"
 )
@@ -38,67 +38,25 @@ func readSignal(o *validate.Object) querybuilder.Signal {
 	return s
 }
 
-// readFill reads E8's fill, fill_limit and extend.
-func readFill(o *validate.Object) (fill gapfill.Method, limit int, extend bool) {
+// readSeries reads E8's fill, fill_limit and extend.
+func readSeries(o *validate.Object) querybuilder.Series {
+	var x querybuilder.Series
 	if s, ok := o.String("fill", 0); ok {
-		m, err := gapfill.Parse(s)
-		if err != nil {
-			names := make([]string, len(gapfill.Methods))
-			for i, m := range gapfill.Methods {
+		if slices.Contains(querybuilder.Fills, querybuilder.Fill(s)) {
+			x.Fill = querybuilder.Fill(s)
+		} else {
+			names := make([]string, len(querybuilder.Fills))
+			for i, m := range querybuilder.Fills {
 				names[i] = string(m)
 			}
 			o.Fail("fill", fmt.Sprintf("\"%s\" is not a valid choice. Choose one of %s.", s, strings.Join(names, ", ")))
 		}
-		fill = m
 	}
 	if n, ok := o.Int("fill_limit", 1, maxFillLimit); ok {
-		limit = int(n)
+		x.FillLimit = int(n)
 	}
 	if b, ok := o.Bool("extend"); ok {
-		extend = b
+		x.Extend = b
 	}
-	return fill, limit, extend
-}
-
-// filled is rows without seed rows, each variable's empty buckets filled by r.Fill
-// (rows are ordered by variable, newest first).
-func (r *Resample) filled(rows []Row) []Row {
-	if r.Fill == gapfill.None || r.Fill == "" {
-		return rows
-	}
-	out := make([]Row, 0, len(rows))
-	seeds := map[int64]*float64{}
-	for _, row := range rows {
-		if row.Seed {
-			seeds[row.Ord] = row.Value
-			continue
-		}
-		out = append(out, row)
-	}
-	for lo := 0; lo < len(out); {
-		hi := lo
-		for hi < len(out) && out[hi].Ord == out[lo].Ord {
-			hi++
-		}
-		fillSeries(r.Fill, out[lo:hi], r.FillLimit, seeds[out[lo].Ord])
-		lo = hi
-	}
-	return out
-}
-
-// fillSeries fills one variable's rows (newest first) oldest first, as pandas would.
-func fillSeries(m gapfill.Method, rows []Row, limit int, seed *float64) {
-	n := len(rows)
-	xs, ys := make([]int64, n), make([]*float64, n)
-	for i := range rows {
-		row := rows[n-1-i]
-		if row.TS != nil {
-			xs[i] = *row.TS
-		}
-		ys[i] = row.Value
-	}
-	gapfill.Fill(m, xs, ys, limit, seed)
-	for i := range rows {
-		rows[n-1-i].Value = ys[i]
-	}
+	return x
 }

@@ -101,15 +101,6 @@ spanned AS (
   CROSS JOIN (SELECT DISTINCT ((SELECT day FROM origin) + ((pts.ts AT TIME ZONE ?)::date - (SELECT day FROM origin)) / ? * ?)::timestamp AS key FROM (VALUES (?::timestamptz), (?::timestamptz)) pts(ts)) e
   WHERE e.key IS NOT NULL AND NOT EXISTS (SELECT 1 FROM buckets b WHERE b.ord = vars.ord AND b.key = e.key)
 ),
-seed AS (
-  SELECT vars.ord, b.ts, b.value FROM vars CROSS JOIN LATERAL (SELECT * FROM (
-        (SELECT variable_id, ts, value, false AS inr FROM "values" WHERE variable_id = vars.id AND ts < ? ORDER BY ts DESC LIMIT 1)
-        UNION ALL
-        (SELECT variable_id, ts, value, false AS inr
-         FROM packed_dots(packed_newest_day(vars.id, 1, ?::timestamptz), ?::timestamptz) WHERE variable_id = vars.id
-         ORDER BY ts DESC LIMIT 1)
-      ) b ORDER BY ts DESC LIMIT 1) b
-),
 gapped AS (
   SELECT ord FROM spanned GROUP BY ord HAVING min(key) + (count(*) - 1) * make_interval(days => ?) <> max(key)
 ),
@@ -125,12 +116,34 @@ filled AS (
     SELECT e FROM (SELECT (g.key - interval '1 day') AT TIME ZONE ? + interval '24 hours' AS e) x
     WHERE e AT TIME ZONE ? = g.key)) AS label, g.value
   FROM (SELECT ord, key, value FROM spanned UNION ALL SELECT ord, key, value FROM gaps) g
+),
+seed AS (
+  SELECT vars.ord, b.value FROM vars CROSS JOIN LATERAL (SELECT * FROM (
+        (SELECT variable_id, ts, value, false AS inr FROM "values" WHERE variable_id = vars.id AND ts < ? ORDER BY ts DESC LIMIT 1)
+        UNION ALL
+        (SELECT variable_id, ts, value, false AS inr
+         FROM packed_dots(packed_newest_day(vars.id, 1, ?::timestamptz), ?::timestamptz) WHERE variable_id = vars.id
+         ORDER BY ts DESC LIMIT 1)
+      ) b ORDER BY ts DESC LIMIT 1) b
+),
+refilled AS (
+  SELECT f.ord, f.label, coalesce(f.value, CASE WHEN f.run <= ? THEN f.prev END) AS value
+  FROM (
+    SELECT g.*, CASE WHEN g.grp = 0 THEN (SELECT s.value FROM seed s WHERE s.ord = g.ord) ELSE first_value(g.value) OVER run END AS prev, first_value(g.label) OVER run AS prev_label,
+           row_number() OVER run - 1 + CASE WHEN g.grp = 0 THEN 1 ELSE 0 END AS run,
+           first_value(g.value) OVER back AS next, first_value(g.label) OVER back AS next_label
+    FROM (
+      SELECT filled.*, count(value) OVER (PARTITION BY ord ORDER BY label) AS grp,
+             count(value) OVER (PARTITION BY ord ORDER BY label DESC) AS grp_back
+      FROM filled
+    ) g
+    WINDOW run AS (PARTITION BY g.ord, g.grp ORDER BY g.label),
+           back AS (PARTITION BY g.ord, g.grp_back ORDER BY g.label DESC)
+  ) f
 )
-SELECT r.ord, NULL::bigint AS ts, NULL::float8 AS value, false AS seed
+SELECT r.ord, NULL::bigint AS ts, NULL::float8 AS value
 FROM req r
 WHERE NOT EXISTS (SELECT 1 FROM vars v WHERE v.ord = r.ord)
 UNION ALL
-SELECT ord, round(date_part('epoch', label) * 1000)::bigint, value, false AS seed FROM filled
-UNION ALL
-SELECT ord, round(date_part('epoch', ts) * 1000)::bigint, value, true FROM seed
+SELECT ord, round(date_part('epoch', label) * 1000)::bigint, value FROM refilled
 ORDER BY 1, 2 DESC

@@ -10,11 +10,11 @@ vars AS (
 pts AS (
     SELECT x.variable_id, x.ts, x.value, true AS inr
     FROM "values" x
-    WHERE x.variable_id = ANY (ARRAY(SELECT id FROM vars)) AND x.ts >= ? AND x.ts <= now()
+    WHERE x.variable_id = ANY (ARRAY(SELECT id FROM vars)) AND x.ts >= ? AND x.ts <= ?
     UNION ALL
     SELECT x.variable_id, x.ts, x.value, true AS inr
-    FROM packed_dots(?::timestamptz, now()) x
-    WHERE x.variable_id = ANY (ARRAY(SELECT id FROM vars)) AND x.ts >= ? AND x.ts <= now()
+    FROM packed_dots(?::timestamptz, ?::timestamptz) x
+    WHERE x.variable_id = ANY (ARRAY(SELECT id FROM vars)) AND x.ts >= ? AND x.ts <= ?
     UNION ALL
     SELECT e.*
     FROM (SELECT DISTINCT id FROM (SELECT id FROM vars) i) v
@@ -28,23 +28,26 @@ pts AS (
       ) b ORDER BY ts DESC LIMIT 1)
       UNION ALL
       (SELECT * FROM (
-        (SELECT variable_id, ts, value, false AS inr FROM "values" WHERE variable_id = v.id AND ts > now() ORDER BY ts LIMIT 1)
+        (SELECT variable_id, ts, value, false AS inr FROM "values" WHERE variable_id = v.id AND ts > ?::timestamptz ORDER BY ts LIMIT 1)
         UNION ALL
         (SELECT variable_id, ts, value, false AS inr
-         FROM packed_dots(now() + interval '1 microsecond', (SELECT max(day) + interval '1 day' - interval '1 microsecond'
-           FROM (SELECT day FROM values_packed WHERE variable_id = v.id AND day >= time_bucket(interval '1 day', now())
+         FROM packed_dots(?::timestamptz + interval '1 microsecond', (SELECT max(day) + interval '1 day' - interval '1 microsecond'
+           FROM (SELECT day FROM values_packed WHERE variable_id = v.id AND day >= time_bucket(interval '1 day', ?::timestamptz)
                  ORDER BY day LIMIT 2) d))
          WHERE variable_id = v.id
          ORDER BY ts LIMIT 1)
       ) a ORDER BY ts LIMIT 1)
     ) e
 ),
+origin AS MATERIALIZED (
+  SELECT (fp.ts AT TIME ZONE ?)::date AS day FROM (SELECT ?::timestamptz AS ts) fp
+),
 sig AS (
   SELECT w.*, greatest(w.ts, w.lo) AS l, CASE WHEN w.ts1 IS NOT NULL THEN least(w.ts1, w.hi) END AS r
   FROM (
     SELECT p.variable_id, p.ts, p.value AS v, p.inr,
            lag(p.value) OVER w AS pv, lead(p.ts) OVER w AS ts1, lead(p.value) OVER w AS v1,
-           ?::timestamptz AS lo, now() AS hi
+           ?::timestamptz AS lo, ?::timestamptz AS hi
     FROM pts p
     WINDOW w AS (PARTITION BY p.variable_id ORDER BY p.ts)
   ) w
@@ -54,10 +57,9 @@ iv AS (
          round(date_part('epoch', s.ts) * 1000)::bigint AS t, s.v, round(date_part('epoch', s.ts1) * 1000)::bigint AS t1, s.v1
   FROM sig s
   WHERE s.r > s.l
-    AND (round(date_part('epoch', s.ts1) * 1000)::bigint - round(date_part('epoch', s.ts) * 1000)::bigint)::float8 <= ?::float8
 ),
 buckets AS (
-  SELECT vars.ord, b.key, coalesce(cov, 0)::float8 / 1000 AS value
+  SELECT vars.ord, b.key, CASE WHEN cov > 0 THEN area / 1000 END AS value
   FROM (
     SELECT q.variable_id, q.key, sum(q.b - q.a) AS cov, sum(q.v * (q.b - q.a)) AS area, NULL::float8 AS inc, 0 AS nv
     FROM (
@@ -68,41 +70,48 @@ buckets AS (
     SELECT e FROM (SELECT (n.next - interval '1 day') AT TIME ZONE ? + interval '24 hours' AS e) x
     WHERE e AT TIME ZONE ? = n.next))) * 1000)::bigint) AS b
       FROM iv i
-      CROSS JOIN LATERAL generate_series(date_trunc('month', i.l AT TIME ZONE ?), date_trunc('month', (i.r - interval '1 microsecond') AT TIME ZONE ?), interval '1 month') AS k(key)
-      CROSS JOIN LATERAL (SELECT k.key + interval '1 month' AS next) n
+      CROSS JOIN LATERAL generate_series(((SELECT day FROM origin) + ((i.l AT TIME ZONE ?)::date - (SELECT day FROM origin)) / ? * ?)::timestamp, ((SELECT day FROM origin) + (((i.r - interval '1 microsecond') AT TIME ZONE ?)::date - (SELECT day FROM origin)) / ? * ?)::timestamp, make_interval(days => ?)) AS k(key)
+      CROSS JOIN LATERAL (SELECT k.key + make_interval(days => ?) AS next) n
     ) q
     WHERE q.b > q.a
     GROUP BY 1, 2
   ) b
   JOIN vars ON vars.id = b.variable_id
 ),
-spanned AS (
-  SELECT ord, key, value FROM buckets
-  UNION ALL
-  SELECT vars.ord, e.key, 0::float8
-  FROM vars
-  CROSS JOIN (SELECT DISTINCT date_trunc('month', pts.ts AT TIME ZONE ?) AS key FROM (VALUES (?::timestamptz), (now())) pts(ts)) e
-  WHERE e.key IS NOT NULL AND NOT EXISTS (SELECT 1 FROM buckets b WHERE b.ord = vars.ord AND b.key = e.key)
-),
 gapped AS (
-  SELECT ord FROM spanned GROUP BY ord HAVING min(key) + (count(*) - 1) * interval '1 month' <> max(key)
+  SELECT ord FROM buckets GROUP BY ord HAVING min(key) + (count(*) - 1) * make_interval(days => ?) <> max(key)
 ),
 gaps AS (
-  SELECT b.ord, k.key, 0::float8 AS value
+  SELECT b.ord, k.key, NULL::float8 AS value
   FROM (SELECT ord, key, lead(key) OVER (PARTITION BY ord ORDER BY key) AS next
-        FROM spanned WHERE ord IN (SELECT ord FROM gapped)) b
-  CROSS JOIN LATERAL generate_series(b.key + interval '1 month', b.next - interval '1 month', interval '1 month') AS k(key)
-  WHERE b.next > b.key + interval '1 month'
+        FROM buckets WHERE ord IN (SELECT ord FROM gapped)) b
+  CROSS JOIN LATERAL generate_series(b.key + make_interval(days => ?), b.next - make_interval(days => ?), make_interval(days => ?)) AS k(key)
+  WHERE b.next > b.key + make_interval(days => ?)
 ),
 filled AS (
-  SELECT g.ord, least((g.key + interval '1 month' - interval '1 day') AT TIME ZONE ?, (
-    SELECT e FROM (SELECT ((g.key + interval '1 month' - interval '1 day') - interval '1 day') AT TIME ZONE ? + interval '24 hours' AS e) x
-    WHERE e AT TIME ZONE ? = (g.key + interval '1 month' - interval '1 day'))) AS label, g.value
-  FROM (SELECT ord, key, value FROM spanned UNION ALL SELECT ord, key, value FROM gaps) g
+  SELECT g.ord, least(g.key AT TIME ZONE ?, (
+    SELECT e FROM (SELECT (g.key - interval '1 day') AT TIME ZONE ? + interval '24 hours' AS e) x
+    WHERE e AT TIME ZONE ? = g.key)) AS label, g.value
+  FROM (SELECT ord, key, value FROM buckets UNION ALL SELECT ord, key, value FROM gaps) g
+),
+refilled AS (
+  SELECT f.ord, f.label, coalesce(f.value, 0) AS value
+  FROM (
+    SELECT g.*, first_value(g.value) OVER run AS prev, first_value(g.label) OVER run AS prev_label,
+           row_number() OVER run - 1 AS run,
+           first_value(g.value) OVER back AS next, first_value(g.label) OVER back AS next_label
+    FROM (
+      SELECT filled.*, count(value) OVER (PARTITION BY ord ORDER BY label) AS grp,
+             count(value) OVER (PARTITION BY ord ORDER BY label DESC) AS grp_back
+      FROM filled
+    ) g
+    WINDOW run AS (PARTITION BY g.ord, g.grp ORDER BY g.label),
+           back AS (PARTITION BY g.ord, g.grp_back ORDER BY g.label DESC)
+  ) f
 )
 SELECT r.ord, NULL::bigint AS ts, NULL::float8 AS value
 FROM req r
 WHERE NOT EXISTS (SELECT 1 FROM vars v WHERE v.ord = r.ord)
 UNION ALL
-SELECT ord, round(date_part('epoch', label) * 1000)::bigint, value FROM filled
+SELECT ord, round(date_part('epoch', label) * 1000)::bigint, value FROM refilled
 ORDER BY 1, 2 DESC
