@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -183,5 +184,41 @@ func checkSignalStatistics(t *testing.T, c *testenv.Client, ids map[string]strin
 	}
 	if t.Failed() {
 		t.Logf("want %s", pc.Expected)
+	}
+}
+
+// TestSignalExplain: explain=sql shows the one statement of a time-aware request
+// (intervals by lead(), the fill by windows), the user's numbers as arguments; an
+// extended fill by previous gives leading buckets the value before start.
+func TestSignalExplain(t *testing.T) {
+	c := env.Client(t)
+	v := env.Seed(t, c.Token, "signal-explain", "temp", []testenv.Point{
+		{TS: 1_700_000_000_000, Value: 4}, {TS: 1_700_010_000_000, Value: 8}})
+	body := map[string]any{"variables": []string{v.VariableID}, "aggregation": "twa", "period": "1H", "tz": "Asia/Kathmandu",
+		"start": 1_700_003_600_000, "end": 1_700_020_000_000, "method": "linear", "max_gap": 1234.5,
+		"fill": "previous", "fill_limit": 7, "extend": true}
+	r := c.Post(resamplePath+"?explain=sql", body)
+	var sqlOnly struct {
+		SQL  string `json:"sql"`
+		Args []any  `json:"args"`
+	}
+	if err := json.Unmarshal(r.Body, &sqlOnly); err != nil || r.Status != 200 {
+		t.Fatalf("%d %s", r.Status, r.Body)
+	}
+	for _, want := range []string{"lead(p.ts) OVER w", "refilled AS", "packed_dots("} {
+		if !strings.Contains(sqlOnly.SQL, want) {
+			t.Fatalf("explain=sql lacks %q: %s", want, sqlOnly.SQL)
+		}
+	}
+	if strings.Contains(sqlOnly.SQL, "1234") || !strings.Contains(string(r.Body), "1234500") {
+		t.Fatalf("max_gap must travel as an argument: %s", r.Body)
+	}
+	// Values at 22:13:20 and 01:00:00 (UTC): from start (23:13:20) the signal is
+	// defined until the last value, not beyond it (nothing is extrapolated), so
+	// coverage is 2800 s and 3600 s in the hours 23:00 and 00:00, and the series ends.
+	got := signalPost(t, c, resamplePath, map[string]any{"variables": []string{v.VariableID}, "aggregation": "coverage",
+		"period": "1H", "start": 1_700_003_600_000, "end": 1_700_020_000_000})
+	if string(got) != "[[[1700006400000,3600],[1700002800000,2800]]]" {
+		t.Fatalf("coverage after the last value: %s", got)
 	}
 }
