@@ -293,7 +293,7 @@ func Resample(r ResampleRequest) (Query, error) {
 
 func resample(r ResampleRequest, s sums) (Query, error) {
 	if sig := signalAggregationNamed(r.Aggregation); sig != nil {
-		return signalResample(r, sig)
+		return signalResample(r, sig, s)
 	}
 	agg, ok := resampleAggregationNamed(r.Aggregation)
 	if !ok {
@@ -350,7 +350,7 @@ func Aggregation(r AggregationRequest) (Query, error) {
 
 func aggregationOf(r AggregationRequest, s sums) (Query, error) {
 	if sig := signalAggregationNamed(r.Aggregation); sig != nil {
-		return signalAggregationOf(r, sig)
+		return signalAggregationOf(r, sig, s)
 	}
 	agg, ok := resampleAggregationNamed(r.Aggregation)
 	if !ok {

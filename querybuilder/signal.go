@@ -44,10 +44,10 @@ type signalAggregation struct {
 }
 
 var (
-	sigTWA      = &signalAggregation{listed: 6, expr: "area / nullif(cov, 0)", fill: "NULL::float8"}
-	sigIntegral = &signalAggregation{listed: 7, expr: "CASE WHEN cov > 0 THEN area / 1000 END", fill: "NULL::float8"}
+	sigTWA      = &signalAggregation{listed: 6, expr: "FINITE(area / nullif(cov, 0))", fill: "NULL::float8"}
+	sigIntegral = &signalAggregation{listed: 7, expr: "FINITE(CASE WHEN cov > 0 THEN area / 1000 END)", fill: "NULL::float8"}
 	sigCoverage = &signalAggregation{listed: 8, expr: "coalesce(cov, 0)::float8 / 1000", fill: "0::float8"}
-	sigIncrease = &signalAggregation{listed: 9, expr: "CASE WHEN nv > 0 THEN coalesce(inc, 0) END", fill: "NULL::float8", byValue: true}
+	sigIncrease = &signalAggregation{listed: 9, expr: "FINITE(CASE WHEN nv > 0 THEN coalesce(inc, 0) END)", fill: "NULL::float8", byValue: true}
 )
 
 // signalAggregationNamed is the time-aware form of an aggregation (nil: not one).
@@ -187,33 +187,49 @@ iv AS (
 }
 
 // area is ∫ signal dt in value·ms over [a, b] (SQL, epoch ms) inside the interval
-// of row q: the value held, or the mean of the line's ends.
-func area(s Signal, a, b string) string {
-	if !s.Linear {
-		return "q.v * (" + b + " - " + a + ")"
+// of row q: the value held, or the mean of the line's ends. With IEEE sums (the
+// fallback where float8 arithmetic overflowed) it is computed exactly in numeric and
+// rounded by ieee_of, ±Infinity past the largest double.
+func area(s Signal, a, b string, m sums) string {
+	v, v1, f := "q.v", "q.v1", "::float8"
+	if m == ieeeSums {
+		v, v1, f = "q.v::text::numeric", "q.v1::text::numeric", ""
 	}
-	at := func(x string) string {
-		return "(q.v + (q.v1 - q.v) * (" + x + " - q.t) / (q.t1 - q.t)::float8)"
+	out := v + " * (" + b + " - " + a + ")"
+	if s.Linear {
+		at := func(x string) string {
+			return "(" + v + " + (" + v1 + " - " + v + ") * (" + x + " - q.t) / (q.t1 - q.t)" + f + ")"
+		}
+		out = "(" + at(a) + " + " + at(b) + ") / 2 * (" + b + " - " + a + ")"
 	}
-	return "(" + at(a) + " + " + at(b) + ") / 2 * (" + b + " - " + a + ")"
+	if m == ieeeSums {
+		return "ieee_of(" + out + ")"
+	}
+	return out
 }
 
 // increase is a point's contribution to a counter's increase: v − previous, or v
 // after a restart; none for the first value of the history.
-const increase = "CASE WHEN pv IS NULL THEN 0 WHEN v >= pv THEN v - pv ELSE v END"
+func increase(m sums) string {
+	if m == ieeeSums {
+		return "CASE WHEN pv IS NULL THEN 0 WHEN v >= pv THEN ieee_add(v, -pv) ELSE v END"
+	}
+	return "CASE WHEN pv IS NULL THEN 0 WHEN v >= pv THEN v - pv ELSE v END"
+}
 
 // signalMeasures is tw, the measures of each variable over the whole range (E7, E9):
 // cov, area, inc, nv and the latest value's timestamp in range (last_ts).
-func signalMeasures(s Signal) string {
+func signalMeasures(s Signal, m sums) string {
 	return `,
 tw AS (
-  SELECT variable_id, coalesce(sum(cov), 0) AS cov, sum(area) AS area, sum(inc) AS inc, sum(nv) AS nv, max(last_ts) AS last_ts
+  SELECT variable_id, coalesce(sum(cov), 0) AS cov, ` + m.expand("SUM(area)") + ` AS area, ` + m.expand("SUM(inc)") + ` AS inc,
+         sum(nv) AS nv, max(last_ts) AS last_ts
   FROM (
-    SELECT q.variable_id, q.rm - q.lm AS cov, ` + area(s, "q.lm", "q.rm") + ` AS area,
+    SELECT q.variable_id, q.rm - q.lm AS cov, ` + area(s, "q.lm", "q.rm", m) + ` AS area,
            NULL::float8 AS inc, 0 AS nv, NULL::timestamptz AS last_ts
     FROM iv q
     UNION ALL
-    SELECT variable_id, 0, NULL, ` + increase + `, 1, ts
+    SELECT variable_id, 0, NULL, ` + increase(m) + `, 1, ts
     FROM sig
     WHERE inr
   ) u
@@ -223,24 +239,25 @@ tw AS (
 
 // signalAggregationOf compiles an E9 request for a time-aware aggregation: the range is
 // the one bucket; the timestamp is the latest value's in range, or start.
-func signalAggregationOf(r AggregationRequest, agg *signalAggregation) (Query, error) {
+func signalAggregationOf(r AggregationRequest, agg *signalAggregation, m sums) (Query, error) {
 	at := "last_ts"
 	var args []any
 	if r.Start != nil {
 		at, args = "coalesce(last_ts, ?::timestamptz)", []any{*r.Start}
 	}
-	result := sq.Expr(`SELECT vars.ord, `+at+` AS ts, `+agg.expr+` AS value
+	expr := m.expand(agg.expr)
+	result := sq.Expr(`SELECT vars.ord, `+at+` AS ts, `+expr+` AS value
   FROM tw JOIN vars ON vars.id = tw.variable_id
   WHERE cov > 0 OR nv > 0`, args...)
 	if r.Join {
-		result = sq.Expr(`SELECT 0 AS ord, `+at+` AS ts, `+agg.expr+` AS value
-  FROM (SELECT sum(cov) AS cov, sum(area) AS area, sum(inc) AS inc, sum(nv) AS nv, max(last_ts) AS last_ts
+		result = sq.Expr(`SELECT 0 AS ord, `+at+` AS ts, `+expr+` AS value
+  FROM (SELECT sum(cov) AS cov, `+m.expand("SUM(area)")+` AS area, `+m.expand("SUM(inc)")+` AS inc, sum(nv) AS nv, max(last_ts) AS last_ts
         FROM tw WHERE cov > 0 OR nv > 0) j
   WHERE cov > 0 OR nv > 0`, args...)
 	}
 	rng := signalRange{r.Start, r.End}
 	stmt := sq.ConcatExpr(sources(r.AccountID, r.VariableIDs, signalPoints("SELECT id FROM vars", rng)),
-		signalCTEs("pts", rng, r.Signal), signalMeasures(r.Signal), `,
+		signalCTEs("pts", rng, r.Signal), signalMeasures(r.Signal, m), `,
 result AS (
   `, result, `
 )
@@ -267,7 +284,7 @@ func signalNote(s Signal) string {
 // signalResample compiles an E8 request for a time-aware aggregation. For twa,
 // integral and coverage the grid starts at local midnight of start's day (the signal
 // may be defined at start before the first value in range); increase keeps E8's.
-func signalResample(r ResampleRequest, agg *signalAggregation) (Query, error) {
+func signalResample(r ResampleRequest, agg *signalAggregation, m sums) (Query, error) {
 	rng := signalRange{r.Start, r.End}
 	first := sq.Expr("SELECT min(ts) AS ts FROM pts WHERE inr")
 	if r.Start != nil && !agg.byValue {
@@ -278,15 +295,14 @@ func signalResample(r ResampleRequest, agg *signalAggregation) (Query, error) {
 	if g.origin != nil {
 		origin = sq.Expr(",\norigin AS MATERIALIZED (\n  ?\n)", g.origin)
 	}
-	measured := intervalBuckets(r, agg)
+	measured := intervalBuckets(r, agg, m)
 	if agg.byValue {
 		measured = sq.Expr(`,
 buckets AS (
-  SELECT vars.ord, b.key, `+agg.expr+` AS value
+  SELECT vars.ord, b.key, `+m.expand(agg.expr)+` AS value
   FROM (
-    SELECT pts.variable_id, ? AS key, sum(`+increase+`) AS inc, count(*) AS nv
-    FROM sig pts
-    WHERE pts.inr
+    SELECT c.variable_id, c.key, `+m.expand("SUM(c.inc)")+` AS inc, count(*) AS nv
+    FROM (SELECT pts.variable_id, ? AS key, `+increase(m)+` AS inc FROM sig pts WHERE pts.inr) c
     GROUP BY 1, 2
   ) b
   JOIN vars ON vars.id = b.variable_id
@@ -300,7 +316,7 @@ buckets AS (
 // intervalBuckets measures every bucket the signal's intervals reach: each interval
 // split at the bucket edges it crosses (generate_series over the bucket keys from its
 // start's to its end's), each piece's length and area in ms.
-func intervalBuckets(r ResampleRequest, agg *signalAggregation) sq.Sqlizer {
+func intervalBuckets(r ResampleRequest, agg *signalAggregation, m sums) sq.Sqlizer {
 	g := gridFor(r.Period, r.Zone, nil)
 	from := gridAt(r.Period, r.Zone, nil, "i.l").key
 	to := gridAt(r.Period, r.Zone, nil, "(i.r - interval '1 microsecond')").key
@@ -312,17 +328,17 @@ func intervalBuckets(r ResampleRequest, agg *signalAggregation) sq.Sqlizer {
 	}
 	return sq.ConcatExpr(`,
 buckets AS (
-  SELECT vars.ord, b.key, `+agg.expr+` AS value
+  SELECT vars.ord, b.key, `+m.expand(agg.expr)+` AS value
   FROM (
-    SELECT q.variable_id, q.key, sum(q.b - q.a) AS cov, sum(`+area(r.Signal, "q.a", "q.b")+`) AS area, NULL::float8 AS inc, 0 AS nv
-    FROM (
+    SELECT q.variable_id, q.key, sum(q.b - q.a) AS cov, `+m.expand("SUM(q.area)")+` AS area
+    FROM (SELECT q.*, `+area(r.Signal, "q.a", "q.b", m)+` AS area FROM (
       SELECT i.variable_id, k.key, i.t, i.v, i.t1, i.v1,
              greatest(i.lm, `, edge("k.key"), `) AS a, least(i.rm, `, edge("n.next"), `) AS b
       FROM iv i
       CROSS JOIN LATERAL generate_series(`, from, `, `, to, `, `, g.step, `) AS k(key)
       CROSS JOIN LATERAL (SELECT k.key + `, g.step, ` AS next) n
     ) q
-    WHERE q.b > q.a
+    WHERE q.b > q.a) q
     GROUP BY 1, 2
   ) b
   JOIN vars ON vars.id = b.variable_id
@@ -331,11 +347,11 @@ buckets AS (
 
 // signalStatistics are E7's CTEs for the time-aware aggregations (spts, sig, iv,
 // tw: joined on the variable) and their output columns.
-func signalStatistics(aggs []aggregation, r StatisticsRequest) (sq.Sqlizer, []string) {
+func signalStatistics(aggs []aggregation, r StatisticsRequest, m sums) (sq.Sqlizer, []string) {
 	var cols []string
 	for _, a := range aggs {
 		if a.signal != nil {
-			cols = append(cols, a.signal.expr+" AS "+a.name+"_value")
+			cols = append(cols, m.expand(a.signal.expr)+" AS "+a.name+"_value")
 		}
 	}
 	if len(cols) == 0 {
@@ -344,5 +360,5 @@ func signalStatistics(aggs []aggregation, r StatisticsRequest) (sq.Sqlizer, []st
 	start, end := r.Start.UTC(), r.End.UTC()
 	rng := signalRange{&start, &end}
 	return sq.ConcatExpr(",\nspts AS (\n", signalPoints("SELECT id FROM res WHERE id IS NOT NULL", rng), "\n)",
-		signalCTEs("spts", rng, r.Signal), signalMeasures(r.Signal)), cols
+		signalCTEs("spts", rng, r.Signal), signalMeasures(r.Signal, m)), cols
 }

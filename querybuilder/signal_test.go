@@ -56,6 +56,9 @@ func TestSignalGolden(t *testing.T) {
 func checkSignalQuery(t *testing.T, name string, q Query) {
 	t.Helper()
 	golden(t, name, q.SQL)
+	if q.IEEE != nil {
+		golden(t, strings.TrimSuffix(name, ".sql")+"_ieee.sql", q.IEEE.SQL)
+	}
 	if _, err := q.Inline(); err != nil {
 		t.Fatalf("placeholders and args disagree: %v", err)
 	}

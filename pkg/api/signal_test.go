@@ -222,3 +222,42 @@ func TestSignalExplain(t *testing.T) {
 		t.Fatalf("coverage after the last value: %s", got)
 	}
 }
+
+// TestSignalHugeValues: where value × duration or a counter's difference passes the
+// largest double, PostgreSQL's float8 arithmetic refuses ("value out of range"); the
+// statement runs again with IEEE arithmetic (Query.IEEE) and answers null there, not a
+// 500, and the finite answers beside it.
+func TestSignalHugeValues(t *testing.T) {
+	c := env.Client(t)
+	const t0 = 1_700_000_000_000
+	dots := []map[string]any{{"timestamp": t0, "value": 1e308}, {"timestamp": t0 + 60_000, "value": -1e308},
+		{"timestamp": t0 + 120_000, "value": 1e308}, {"timestamp": t0 + 180_000, "value": 2}}
+	if r := c.Post("/api/v1.6/devices/signal-huge/h/values", dots); r.Status != 201 {
+		t.Fatalf("post: %d %s", r.Status, r.Body)
+	}
+	v := struct{ VariableID string }{variableIDIn(t, c, "signal-huge", "h")}
+	for _, agg := range []string{"twa", "integral", "increase", "coverage"} {
+		for _, method := range []string{"locf", "linear"} {
+			body := map[string]any{"variables": []string{v.VariableID}, "aggregation": agg, "method": method,
+				"start": t0, "end": t0 + 240_000}
+			e9 := signalPost(t, c, aggregationPath, body)
+			body["period"] = "1H"
+			e8 := signalPost(t, c, resamplePath, body)
+			want := `[[[1700000180000,null]]]`
+			if agg == "coverage" {
+				want = `[[[1700000180000,180]]]`
+			}
+			if string(e9) != want {
+				t.Errorf("E9 %s %s: %s, want %s", agg, method, e9, want)
+			}
+			if agg != "coverage" && string(e8) != `[[[1699999200000,null]]]` {
+				t.Errorf("E8 %s %s: %s", agg, method, e8)
+			}
+		}
+	}
+	r := c.Post("/api/v2.0/data/statistics/", map[string]any{"start": t0, "end": t0 + 240_000,
+		"variables": []any{map[string]any{"variable": v.VariableID}}, "aggregations": []string{"twa", "increase", "coverage"}})
+	if r.Status != 200 || !strings.Contains(string(r.Body), `"twa":{"value":null},"increase":{"value":null},"coverage":{"value":180}`) {
+		t.Fatalf("E7: %d %s", r.Status, r.Body)
+	}
+}

@@ -48,7 +48,8 @@ iv AS (
   WHERE s.r > s.l
 ),
 tw AS (
-  SELECT variable_id, coalesce(sum(cov), 0) AS cov, sum(area) AS area, sum(inc) AS inc, sum(nv) AS nv, max(last_ts) AS last_ts
+  SELECT variable_id, coalesce(sum(cov), 0) AS cov, sum(area) AS area, sum(inc) AS inc,
+         sum(nv) AS nv, max(last_ts) AS last_ts
   FROM (
     SELECT q.variable_id, q.rm - q.lm AS cov, q.v * (q.rm - q.lm) AS area,
            NULL::float8 AS inc, 0 AS nv, NULL::timestamptz AS last_ts
@@ -61,7 +62,7 @@ tw AS (
   GROUP BY variable_id
 ),
 result AS (
-  SELECT vars.ord, last_ts AS ts, CASE WHEN nv > 0 THEN coalesce(inc, 0) END AS value
+  SELECT vars.ord, last_ts AS ts, ieee_finite(CASE WHEN nv > 0 THEN coalesce(inc, 0) END) AS value
   FROM tw JOIN vars ON vars.id = tw.variable_id
   WHERE cov > 0 OR nv > 0
 )

@@ -57,7 +57,8 @@ iv AS (
     AND (round(date_part('epoch', s.ts1) * 1000)::bigint - round(date_part('epoch', s.ts) * 1000)::bigint)::float8 <= ?::float8
 ),
 tw AS (
-  SELECT variable_id, coalesce(sum(cov), 0) AS cov, sum(area) AS area, sum(inc) AS inc, sum(nv) AS nv, max(last_ts) AS last_ts
+  SELECT variable_id, coalesce(sum(cov), 0) AS cov, sum(area) AS area, sum(inc) AS inc,
+         sum(nv) AS nv, max(last_ts) AS last_ts
   FROM (
     SELECT q.variable_id, q.rm - q.lm AS cov, ((q.v + (q.v1 - q.v) * (q.lm - q.t) / (q.t1 - q.t)::float8) + (q.v + (q.v1 - q.v) * (q.rm - q.t) / (q.t1 - q.t)::float8)) / 2 * (q.rm - q.lm) AS area,
            NULL::float8 AS inc, 0 AS nv, NULL::timestamptz AS last_ts
@@ -70,7 +71,7 @@ tw AS (
   GROUP BY variable_id
 ),
 result AS (
-  SELECT 0 AS ord, coalesce(last_ts, ?::timestamptz) AS ts, area / nullif(cov, 0) AS value
+  SELECT 0 AS ord, coalesce(last_ts, ?::timestamptz) AS ts, ieee_finite(area / nullif(cov, 0)) AS value
   FROM (SELECT sum(cov) AS cov, sum(area) AS area, sum(inc) AS inc, sum(nv) AS nv, max(last_ts) AS last_ts
         FROM tw WHERE cov > 0 OR nv > 0) j
   WHERE cov > 0 OR nv > 0

@@ -59,8 +59,8 @@ iv AS (
 buckets AS (
   SELECT vars.ord, b.key, coalesce(cov, 0)::float8 / 1000 AS value
   FROM (
-    SELECT q.variable_id, q.key, sum(q.b - q.a) AS cov, sum(q.v * (q.b - q.a)) AS area, NULL::float8 AS inc, 0 AS nv
-    FROM (
+    SELECT q.variable_id, q.key, sum(q.b - q.a) AS cov, sum(q.area) AS area
+    FROM (SELECT q.*, q.v * (q.b - q.a) AS area FROM (
       SELECT i.variable_id, k.key, i.t, i.v, i.t1, i.v1,
              greatest(i.lm, round(date_part('epoch', least(k.key AT TIME ZONE ?, (
     SELECT e FROM (SELECT (k.key - interval '1 day') AT TIME ZONE ? + interval '24 hours' AS e) x
@@ -71,7 +71,7 @@ buckets AS (
       CROSS JOIN LATERAL generate_series(date_trunc('month', i.l AT TIME ZONE ?), date_trunc('month', (i.r - interval '1 microsecond') AT TIME ZONE ?), interval '1 month') AS k(key)
       CROSS JOIN LATERAL (SELECT k.key + interval '1 month' AS next) n
     ) q
-    WHERE q.b > q.a
+    WHERE q.b > q.a) q
     GROUP BY 1, 2
   ) b
   JOIN vars ON vars.id = b.variable_id

@@ -43,11 +43,10 @@ iv AS (
   WHERE s.r > s.l
 ),
 buckets AS (
-  SELECT vars.ord, b.key, CASE WHEN nv > 0 THEN coalesce(inc, 0) END AS value
+  SELECT vars.ord, b.key, ieee_finite(CASE WHEN nv > 0 THEN coalesce(inc, 0) END) AS value
   FROM (
-    SELECT pts.variable_id, time_bucket(make_interval(mins => ?), pts.ts, (SELECT at FROM origin)) AS key, sum(CASE WHEN pv IS NULL THEN 0 WHEN v >= pv THEN v - pv ELSE v END) AS inc, count(*) AS nv
-    FROM sig pts
-    WHERE pts.inr
+    SELECT c.variable_id, c.key, sum(c.inc) AS inc, count(*) AS nv
+    FROM (SELECT pts.variable_id, time_bucket(make_interval(mins => ?), pts.ts, (SELECT at FROM origin)) AS key, CASE WHEN pv IS NULL THEN 0 WHEN v >= pv THEN v - pv ELSE v END AS inc FROM sig pts WHERE pts.inr) c
     GROUP BY 1, 2
   ) b
   JOIN vars ON vars.id = b.variable_id

@@ -125,7 +125,8 @@ iv AS (
     AND (round(date_part('epoch', s.ts1) * 1000)::bigint - round(date_part('epoch', s.ts) * 1000)::bigint)::float8 <= ?::float8
 ),
 tw AS (
-  SELECT variable_id, coalesce(sum(cov), 0) AS cov, sum(area) AS area, sum(inc) AS inc, sum(nv) AS nv, max(last_ts) AS last_ts
+  SELECT variable_id, coalesce(sum(cov), 0) AS cov, sum(area) AS area, sum(inc) AS inc,
+         sum(nv) AS nv, max(last_ts) AS last_ts
   FROM (
     SELECT q.variable_id, q.rm - q.lm AS cov, ((q.v + (q.v1 - q.v) * (q.lm - q.t) / (q.t1 - q.t)::float8) + (q.v + (q.v1 - q.v) * (q.rm - q.t) / (q.t1 - q.t)::float8)) / 2 * (q.rm - q.lm) AS area,
            NULL::float8 AS inc, 0 AS nv, NULL::timestamptz AS last_ts
@@ -148,7 +149,7 @@ tw AS (
        (coalesce(s.n, 0) > 0 OR coalesce(tw.cov, 0) > 0) AS has_data,
        coalesce(s.n, 0) AS n,
        s.mean_value,
-       area / nullif(cov, 0) AS twa_value,
-       CASE WHEN cov > 0 THEN area / 1000 END AS integral_value,
+       ieee_finite(area / nullif(cov, 0)) AS twa_value,
+       ieee_finite(CASE WHEN cov > 0 THEN area / 1000 END) AS integral_value,
        coalesce(cov, 0)::float8 / 1000 AS coverage_value,
-       CASE WHEN nv > 0 THEN coalesce(inc, 0) END AS increase_value FROM res v LEFT JOIN s ON s.variable_id = v.id LEFT JOIN tw ON tw.variable_id = v.id ORDER BY v.ord
+       ieee_finite(CASE WHEN nv > 0 THEN coalesce(inc, 0) END) AS increase_value FROM res v LEFT JOIN s ON s.variable_id = v.id LEFT JOIN tw ON tw.variable_id = v.id ORDER BY v.ord
