@@ -315,7 +315,9 @@ buckets AS (
 
 // intervalBuckets measures every bucket the signal's intervals reach: each interval
 // split at the bucket edges it crosses (generate_series over the bucket keys from its
-// start's to its end's), each piece's length and area in ms.
+// start's to its end's), each piece's length and area in ms. The edges, in epoch ms,
+// are computed once per bucket of the range (edges: a zone's local midnights cost a
+// subquery each) and found by a hash join on the key.
 func intervalBuckets(r ResampleRequest, agg *signalAggregation, m sums) sq.Sqlizer {
 	g := gridFor(r.Period, r.Zone, nil)
 	from := gridAt(r.Period, r.Zone, nil, "i.l").key
@@ -327,22 +329,45 @@ func intervalBuckets(r ResampleRequest, agg *signalAggregation, m sums) sq.Sqliz
 		return sq.ConcatExpr("round(date_part('epoch', ", localMidnight(key, r.Zone), ") * 1000)::bigint")
 	}
 	return sq.ConcatExpr(`,
+edges AS MATERIALIZED (
+  SELECT k.key, `, edge("k.key"), ` AS lo, `, edge("n.next"), ` AS hi
+  FROM (SELECT `, spanBound(r, true), ` AS lo_ts, `, spanBound(r, false), ` AS hi_ts) span
+  CROSS JOIN LATERAL generate_series(`, gridAt(r.Period, r.Zone, nil, "span.lo_ts").key, `, `,
+		gridAt(r.Period, r.Zone, nil, "span.hi_ts").key, `, `, g.step, `) AS k(key)
+  CROSS JOIN LATERAL (SELECT k.key + `, g.step, ` AS next) n
+),
 buckets AS (
   SELECT vars.ord, b.key, `+m.expand(agg.expr)+` AS value
   FROM (
     SELECT q.variable_id, q.key, sum(q.b - q.a) AS cov, `+m.expand("SUM(q.area)")+` AS area
     FROM (SELECT q.*, `+area(r.Signal, "q.a", "q.b", m)+` AS area FROM (
-      SELECT i.variable_id, k.key, i.t, i.v, i.t1, i.v1,
-             greatest(i.lm, `, edge("k.key"), `) AS a, least(i.rm, `, edge("n.next"), `) AS b
+      SELECT i.variable_id, e.key, i.t, i.v, i.t1, i.v1, greatest(i.lm, e.lo) AS a, least(i.rm, e.hi) AS b
       FROM iv i
       CROSS JOIN LATERAL generate_series(`, from, `, `, to, `, `, g.step, `) AS k(key)
-      CROSS JOIN LATERAL (SELECT k.key + `, g.step, ` AS next) n
+      JOIN edges e ON e.key = k.key
     ) q
     WHERE q.b > q.a) q
     GROUP BY 1, 2
   ) b
   JOIN vars ON vars.id = b.variable_id
 )`)
+}
+
+// spanBound is the first (lo) or last instant the clipped intervals can reach: the
+// range's ends when given (now() with only a start), else the first or last value in
+// range.
+func spanBound(r ResampleRequest, lo bool) sq.Sqlizer {
+	switch {
+	case lo && r.Start != nil:
+		return sq.Expr("?::timestamptz", *r.Start)
+	case lo:
+		return sq.Expr("(SELECT min(ts) FROM pts WHERE inr)")
+	case r.End != nil:
+		return sq.Expr("?::timestamptz", *r.End)
+	case r.Start != nil:
+		return sq.Expr("now()")
+	}
+	return sq.Expr("(SELECT max(ts) FROM pts WHERE inr)")
 }
 
 // signalStatistics are E7's CTEs for the time-aware aggregations (spts, sig, iv,
