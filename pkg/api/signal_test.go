@@ -261,3 +261,27 @@ func TestSignalHugeValues(t *testing.T) {
 		t.Fatalf("E7: %d %s", r.Status, r.Body)
 	}
 }
+
+// TestSignalWithoutRange: without start and end (the last 100 values, API.md §8) the
+// range runs from the oldest of the last 100 values, and increase takes the value
+// before it as the previous one.
+func TestSignalWithoutRange(t *testing.T) {
+	c := env.Client(t)
+	const t0 = 1_700_000_000_000
+	pts := make([]testenv.Point, 150)
+	for i := range pts {
+		pts[i] = testenv.Point{TS: t0 + int64(i)*10_000, Value: float64(i)}
+	}
+	v := env.Seed(t, c.Token, "signal-last100", "ramp", pts)
+	for agg, want := range map[string]string{
+		// values 50 … 149, each held 10 s until the next: the mean of 50 … 148
+		"twa": "[[[1700001490000,99]]]", "coverage": "[[[1700001490000,990]]]",
+		// 100 contributions of 1: the first from 49, the value before the last 100
+		"increase": "[[[1700001490000,100]]]",
+	} {
+		got := signalPost(t, c, aggregationPath, map[string]any{"variables": []string{v.VariableID}, "aggregation": agg})
+		if string(got) != want {
+			t.Errorf("%s: %s, want %s", agg, got, want)
+		}
+	}
+}
