@@ -161,11 +161,23 @@ func afterPoint(key string, end sq.Sqlizer) sq.Sqlizer {
 // signalCTEs are sig, every point with its neighbours (lag, lead) and its interval
 // clipped to the range [l, r) (none after the last value: least() would skip its
 // NULL lead), and iv, the intervals where the signal is defined
-// (positive length, not a gap) in epoch ms: [lm, rm) of [t, t1] from v to v1.
-func signalCTEs(src string, r signalRange, s Signal) sq.Sqlizer {
+// (positive length, not a gap) in epoch ms: [lm, rm) of [t, t1] from v to v1. Without
+// intervals (E8's increase) iv is left out: a second reference to sig would make
+// PostgreSQL materialize it.
+func signalCTEs(src string, r signalRange, s Signal, intervals bool) sq.Sqlizer {
 	var gap any = ""
 	if s.MaxGap > 0 {
 		gap = sq.Expr("\n    AND ("+epochMillis("s.ts1")+" - "+epochMillis("s.ts")+")::float8 <= ?::float8", s.MaxGap*1000)
+	}
+	var iv sq.Sqlizer = sq.ConcatExpr(`,
+iv AS (
+  SELECT s.variable_id, s.l, s.r, `+epochMillis("s.l")+` AS lm, `+epochMillis("s.r")+` AS rm,
+         `+epochMillis("s.ts")+` AS t, s.v, `+epochMillis("s.ts1")+` AS t1, s.v1
+  FROM sig s
+  WHERE s.r > s.l`, gap, `
+)`)
+	if !intervals {
+		iv = sq.Expr("")
 	}
 	return sq.ConcatExpr(`,
 sig AS (
@@ -177,13 +189,7 @@ sig AS (
     FROM `+src+` p
     WINDOW w AS (PARTITION BY p.variable_id ORDER BY p.ts)
   ) w
-),
-iv AS (
-  SELECT s.variable_id, s.l, s.r, `+epochMillis("s.l")+` AS lm, `+epochMillis("s.r")+` AS rm,
-         `+epochMillis("s.ts")+` AS t, s.v, `+epochMillis("s.ts1")+` AS t1, s.v1
-  FROM sig s
-  WHERE s.r > s.l`, gap, `
-)`)
+)`, iv)
 }
 
 // area is ∫ signal dt in value·ms over [a, b] (SQL, epoch ms) inside the interval
@@ -257,7 +263,7 @@ func signalAggregationOf(r AggregationRequest, agg *signalAggregation, m sums) (
 	}
 	rng := signalRange{r.Start, r.End}
 	stmt := sq.ConcatExpr(sources(r.AccountID, r.VariableIDs, signalPoints("SELECT id FROM vars", rng)),
-		signalCTEs("pts", rng, r.Signal), signalMeasures(r.Signal, m), `,
+		signalCTEs("pts", rng, r.Signal, true), signalMeasures(r.Signal, m), `,
 result AS (
   `, result, `
 )
@@ -287,8 +293,13 @@ func signalNote(s Signal) string {
 func signalResample(r ResampleRequest, agg *signalAggregation, m sums) (Query, error) {
 	rng := signalRange{r.Start, r.End}
 	first := sq.Expr("SELECT min(ts) AS ts FROM pts WHERE inr")
-	if r.Start != nil && !agg.byValue {
+	switch {
+	case r.Start != nil && !agg.byValue:
 		first = sq.Expr("SELECT ?::timestamptz AS ts", *r.Start)
+	case r.Start != nil || r.End != nil:
+		// E8's origin by index probes (raw values only), so that pts is read once
+		cv := newCover(r.Start, r.End, 0, TierBounds{})
+		first = earliest(r.Start, r.End, &cv)
 	}
 	g := gridFor(r.Period, r.Zone, first)
 	var origin any = ""
@@ -309,7 +320,7 @@ buckets AS (
 )`, g.key)
 	}
 	stmt := sq.ConcatExpr(sources(r.AccountID, r.VariableIDs, signalPoints("SELECT id FROM vars", rng)), origin,
-		signalCTEs("pts", rng, r.Signal), measured, seriesTail(agg.fill, g, r))
+		signalCTEs("pts", rng, r.Signal, !agg.byValue), measured, seriesTail(agg.fill, g, r))
 	return build(stmt, []string{signalNote(r.Signal)})
 }
 
@@ -385,5 +396,5 @@ func signalStatistics(aggs []aggregation, r StatisticsRequest, m sums) (sq.Sqliz
 	start, end := r.Start.UTC(), r.End.UTC()
 	rng := signalRange{&start, &end}
 	return sq.ConcatExpr(",\nspts AS (\n", signalPoints("SELECT id FROM res WHERE id IS NOT NULL", rng), "\n)",
-		signalCTEs("spts", rng, r.Signal), signalMeasures(r.Signal, m)), cols
+		signalCTEs("spts", rng, r.Signal, true), signalMeasures(r.Signal, m)), cols
 }

@@ -16,6 +16,7 @@ func TestSignalGolden(t *testing.T) {
 		{"resample_twa_1H_linear_gap.sql", ResampleRequest{7, rsIDs, "twa", Period{Hour, 1}, "Europe/Berlin", &rsStart, &rsEnd, TierBounds{}, sig, Series{}}},
 		{"resample_integral_2D_locf_zero.sql", ResampleRequest{7, rsIDs, "integral", Period{Day, 2}, "Asia/Kathmandu", &rsStart, &rsEnd, TierBounds{}, Signal{}, Series{Fill: FillZero}}},
 		{"resample_coverage_M_extend_linear.sql", ResampleRequest{7, rsIDs, "coverage", Period{Month, 1}, "UTC", &rsStart, nil, TierBounds{}, Signal{MaxGap: 60}, Series{Extend: true, Fill: FillLinear}}},
+		{"resample_increase_1D_range.sql", ResampleRequest{7, rsIDs, "increase", Period{Day, 1}, "Europe/Berlin", &rsStart, &rsEnd, TierBounds{}, Signal{}, Series{}}},
 		{"resample_increase_15T_last100.sql", ResampleRequest{7, rsIDs, "increase", Period{Minute, 15}, "UTC", nil, nil, TierBounds{}, Signal{}, Series{}}},
 		{"resample_mean_1D_extend_previous.sql", ResampleRequest{7, rsIDs, "mean", Period{Day, 1}, "Europe/Berlin", &rsStart, &rsEnd, TierBounds{}, Signal{}, Series{Extend: true, Fill: FillPrevious, FillLimit: 3}}},
 	}

@@ -36,12 +36,6 @@ sig AS (
     WINDOW w AS (PARTITION BY p.variable_id ORDER BY p.ts)
   ) w
 ),
-iv AS (
-  SELECT s.variable_id, s.l, s.r, round(date_part('epoch', s.l) * 1000)::bigint AS lm, round(date_part('epoch', s.r) * 1000)::bigint AS rm,
-         round(date_part('epoch', s.ts) * 1000)::bigint AS t, s.v, round(date_part('epoch', s.ts1) * 1000)::bigint AS t1, s.v1
-  FROM sig s
-  WHERE s.r > s.l
-),
 buckets AS (
   SELECT vars.ord, b.key, ieee_finite(CASE WHEN nv > 0 THEN coalesce(inc, 0) END) AS value
   FROM (
