@@ -23,17 +23,27 @@ import (
 
 // Defines values for AggregationRequestAggregation.
 const (
-	AggregationRequestAggregationCount AggregationRequestAggregation = "count"
-	AggregationRequestAggregationMax   AggregationRequestAggregation = "max"
-	AggregationRequestAggregationMean  AggregationRequestAggregation = "mean"
-	AggregationRequestAggregationMin   AggregationRequestAggregation = "min"
-	AggregationRequestAggregationSum   AggregationRequestAggregation = "sum"
+	AggregationRequestAggregationCount    AggregationRequestAggregation = "count"
+	AggregationRequestAggregationCoverage AggregationRequestAggregation = "coverage"
+	AggregationRequestAggregationIncrease AggregationRequestAggregation = "increase"
+	AggregationRequestAggregationIntegral AggregationRequestAggregation = "integral"
+	AggregationRequestAggregationMax      AggregationRequestAggregation = "max"
+	AggregationRequestAggregationMean     AggregationRequestAggregation = "mean"
+	AggregationRequestAggregationMin      AggregationRequestAggregation = "min"
+	AggregationRequestAggregationSum      AggregationRequestAggregation = "sum"
+	AggregationRequestAggregationTwa      AggregationRequestAggregation = "twa"
 )
 
 // Valid indicates whether the value is a known member of the AggregationRequestAggregation enum.
 func (e AggregationRequestAggregation) Valid() bool {
 	switch e {
 	case AggregationRequestAggregationCount:
+		return true
+	case AggregationRequestAggregationCoverage:
+		return true
+	case AggregationRequestAggregationIncrease:
+		return true
+	case AggregationRequestAggregationIntegral:
 		return true
 	case AggregationRequestAggregationMax:
 		return true
@@ -43,6 +53,8 @@ func (e AggregationRequestAggregation) Valid() bool {
 		return true
 	case AggregationRequestAggregationSum:
 		return true
+	case AggregationRequestAggregationTwa:
+		return true
 	default:
 		return false
 	}
@@ -50,17 +62,27 @@ func (e AggregationRequestAggregation) Valid() bool {
 
 // Defines values for AnalyticsRangeAggregation.
 const (
-	AnalyticsRangeAggregationCount AnalyticsRangeAggregation = "count"
-	AnalyticsRangeAggregationMax   AnalyticsRangeAggregation = "max"
-	AnalyticsRangeAggregationMean  AnalyticsRangeAggregation = "mean"
-	AnalyticsRangeAggregationMin   AnalyticsRangeAggregation = "min"
-	AnalyticsRangeAggregationSum   AnalyticsRangeAggregation = "sum"
+	AnalyticsRangeAggregationCount    AnalyticsRangeAggregation = "count"
+	AnalyticsRangeAggregationCoverage AnalyticsRangeAggregation = "coverage"
+	AnalyticsRangeAggregationIncrease AnalyticsRangeAggregation = "increase"
+	AnalyticsRangeAggregationIntegral AnalyticsRangeAggregation = "integral"
+	AnalyticsRangeAggregationMax      AnalyticsRangeAggregation = "max"
+	AnalyticsRangeAggregationMean     AnalyticsRangeAggregation = "mean"
+	AnalyticsRangeAggregationMin      AnalyticsRangeAggregation = "min"
+	AnalyticsRangeAggregationSum      AnalyticsRangeAggregation = "sum"
+	AnalyticsRangeAggregationTwa      AnalyticsRangeAggregation = "twa"
 )
 
 // Valid indicates whether the value is a known member of the AnalyticsRangeAggregation enum.
 func (e AnalyticsRangeAggregation) Valid() bool {
 	switch e {
 	case AnalyticsRangeAggregationCount:
+		return true
+	case AnalyticsRangeAggregationCoverage:
+		return true
+	case AnalyticsRangeAggregationIncrease:
+		return true
+	case AnalyticsRangeAggregationIntegral:
 		return true
 	case AnalyticsRangeAggregationMax:
 		return true
@@ -69,6 +91,8 @@ func (e AnalyticsRangeAggregation) Valid() bool {
 	case AnalyticsRangeAggregationMin:
 		return true
 	case AnalyticsRangeAggregationSum:
+		return true
+	case AnalyticsRangeAggregationTwa:
 		return true
 	default:
 		return false
@@ -647,17 +671,27 @@ func (e ReadyStatus) Valid() bool {
 
 // Defines values for ResampleRequestAggregation.
 const (
-	ResampleRequestAggregationCount ResampleRequestAggregation = "count"
-	ResampleRequestAggregationMax   ResampleRequestAggregation = "max"
-	ResampleRequestAggregationMean  ResampleRequestAggregation = "mean"
-	ResampleRequestAggregationMin   ResampleRequestAggregation = "min"
-	ResampleRequestAggregationSum   ResampleRequestAggregation = "sum"
+	ResampleRequestAggregationCount    ResampleRequestAggregation = "count"
+	ResampleRequestAggregationCoverage ResampleRequestAggregation = "coverage"
+	ResampleRequestAggregationIncrease ResampleRequestAggregation = "increase"
+	ResampleRequestAggregationIntegral ResampleRequestAggregation = "integral"
+	ResampleRequestAggregationMax      ResampleRequestAggregation = "max"
+	ResampleRequestAggregationMean     ResampleRequestAggregation = "mean"
+	ResampleRequestAggregationMin      ResampleRequestAggregation = "min"
+	ResampleRequestAggregationSum      ResampleRequestAggregation = "sum"
+	ResampleRequestAggregationTwa      ResampleRequestAggregation = "twa"
 )
 
 // Valid indicates whether the value is a known member of the ResampleRequestAggregation enum.
 func (e ResampleRequestAggregation) Valid() bool {
 	switch e {
 	case ResampleRequestAggregationCount:
+		return true
+	case ResampleRequestAggregationCoverage:
+		return true
+	case ResampleRequestAggregationIncrease:
+		return true
+	case ResampleRequestAggregationIntegral:
 		return true
 	case ResampleRequestAggregationMax:
 		return true
@@ -666,6 +700,32 @@ func (e ResampleRequestAggregation) Valid() bool {
 	case ResampleRequestAggregationMin:
 		return true
 	case ResampleRequestAggregationSum:
+		return true
+	case ResampleRequestAggregationTwa:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ResampleRequestFill.
+const (
+	ResampleRequestFillLinear   ResampleRequestFill = "linear"
+	ResampleRequestFillNone     ResampleRequestFill = "none"
+	ResampleRequestFillPrevious ResampleRequestFill = "previous"
+	ResampleRequestFillZero     ResampleRequestFill = "zero"
+)
+
+// Valid indicates whether the value is a known member of the ResampleRequestFill enum.
+func (e ResampleRequestFill) Valid() bool {
+	switch e {
+	case ResampleRequestFillLinear:
+		return true
+	case ResampleRequestFillNone:
+		return true
+	case ResampleRequestFillPrevious:
+		return true
+	case ResampleRequestFillZero:
 		return true
 	default:
 		return false
@@ -684,6 +744,24 @@ func (e SeparateSeriesColumns) Valid() bool {
 	case Timestamp:
 		return true
 	case ValueValue:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SignalMethod.
+const (
+	SignalMethodLinear SignalMethod = "linear"
+	SignalMethodLocf   SignalMethod = "locf"
+)
+
+// Valid indicates whether the value is a known member of the SignalMethod enum.
+func (e SignalMethod) Valid() bool {
+	switch e {
+	case SignalMethodLinear:
+		return true
+	case SignalMethodLocf:
 		return true
 	default:
 		return false
@@ -737,17 +815,21 @@ func (e StatisticsMissingMessage) Valid() bool {
 
 // Defines values for StatisticsRequestAggregations.
 const (
-	StatisticsRequestAggregationsCount StatisticsRequestAggregations = "count"
-	StatisticsRequestAggregationsFirst StatisticsRequestAggregations = "first"
-	StatisticsRequestAggregationsLast  StatisticsRequestAggregations = "last"
-	StatisticsRequestAggregationsMax   StatisticsRequestAggregations = "max"
-	StatisticsRequestAggregationsMean  StatisticsRequestAggregations = "mean"
-	StatisticsRequestAggregationsMin   StatisticsRequestAggregations = "min"
-	StatisticsRequestAggregationsP25   StatisticsRequestAggregations = "p25"
-	StatisticsRequestAggregationsP50   StatisticsRequestAggregations = "p50"
-	StatisticsRequestAggregationsP75   StatisticsRequestAggregations = "p75"
-	StatisticsRequestAggregationsStd   StatisticsRequestAggregations = "std"
-	StatisticsRequestAggregationsSum   StatisticsRequestAggregations = "sum"
+	StatisticsRequestAggregationsCount    StatisticsRequestAggregations = "count"
+	StatisticsRequestAggregationsCoverage StatisticsRequestAggregations = "coverage"
+	StatisticsRequestAggregationsFirst    StatisticsRequestAggregations = "first"
+	StatisticsRequestAggregationsIncrease StatisticsRequestAggregations = "increase"
+	StatisticsRequestAggregationsIntegral StatisticsRequestAggregations = "integral"
+	StatisticsRequestAggregationsLast     StatisticsRequestAggregations = "last"
+	StatisticsRequestAggregationsMax      StatisticsRequestAggregations = "max"
+	StatisticsRequestAggregationsMean     StatisticsRequestAggregations = "mean"
+	StatisticsRequestAggregationsMin      StatisticsRequestAggregations = "min"
+	StatisticsRequestAggregationsP25      StatisticsRequestAggregations = "p25"
+	StatisticsRequestAggregationsP50      StatisticsRequestAggregations = "p50"
+	StatisticsRequestAggregationsP75      StatisticsRequestAggregations = "p75"
+	StatisticsRequestAggregationsStd      StatisticsRequestAggregations = "std"
+	StatisticsRequestAggregationsSum      StatisticsRequestAggregations = "sum"
+	StatisticsRequestAggregationsTwa      StatisticsRequestAggregations = "twa"
 )
 
 // Valid indicates whether the value is a known member of the StatisticsRequestAggregations enum.
@@ -755,7 +837,13 @@ func (e StatisticsRequestAggregations) Valid() bool {
 	switch e {
 	case StatisticsRequestAggregationsCount:
 		return true
+	case StatisticsRequestAggregationsCoverage:
+		return true
 	case StatisticsRequestAggregationsFirst:
+		return true
+	case StatisticsRequestAggregationsIncrease:
+		return true
+	case StatisticsRequestAggregationsIntegral:
 		return true
 	case StatisticsRequestAggregationsLast:
 		return true
@@ -774,6 +862,8 @@ func (e StatisticsRequestAggregations) Valid() bool {
 	case StatisticsRequestAggregationsStd:
 		return true
 	case StatisticsRequestAggregationsSum:
+		return true
+	case StatisticsRequestAggregationsTwa:
 		return true
 	default:
 		return false
@@ -1365,12 +1455,19 @@ type Aggregate struct {
 
 // AggregationRequest defines model for AggregationRequest.
 type AggregationRequest struct {
+	// Aggregation twa (time-weighted average), integral (value × seconds), coverage (seconds where the signal is defined) and increase (a counter's increase across restarts) are time-aware (API.md §20, docs/queries.md).
 	Aggregation AggregationRequestAggregation `json:"aggregation"`
 
 	// End Inclusive (ms).
 	End            *int64 `json:"end,omitempty"`
 	JoinDataframes *bool  `json:"join_dataframes,omitempty"`
-	Precision      *int   `json:"precision,omitempty"`
+
+	// MaxGap Seconds: an interval between consecutive values longer than this is a gap, where the signal is undefined (twa, integral and coverage leave it out). Absent: no gaps.
+	MaxGap *MaxGap `json:"max_gap,omitempty"`
+
+	// Method How the time-aware aggregations (twa, integral, coverage, increase) read the values as a signal: each value holds until the next (locf) or a straight line joins consecutive values (linear). Other aggregations ignore it.
+	Method    *SignalMethod `json:"method,omitempty"`
+	Precision *int          `json:"precision,omitempty"`
 
 	// Start Inclusive (ms). Neither start nor end: the last 100 values of each variable.
 	Start *int64 `json:"start,omitempty"`
@@ -1380,17 +1477,24 @@ type AggregationRequest struct {
 	Variables []ID    `json:"variables"`
 }
 
-// AggregationRequestAggregation defines model for AggregationRequest.Aggregation.
+// AggregationRequestAggregation twa (time-weighted average), integral (value × seconds), coverage (seconds where the signal is defined) and increase (a counter's increase across restarts) are time-aware (API.md §20, docs/queries.md).
 type AggregationRequestAggregation string
 
 // AnalyticsRange defines model for AnalyticsRange.
 type AnalyticsRange struct {
+	// Aggregation twa (time-weighted average), integral (value × seconds), coverage (seconds where the signal is defined) and increase (a counter's increase across restarts) are time-aware (API.md §20, docs/queries.md).
 	Aggregation *AnalyticsRangeAggregation `json:"aggregation,omitempty"`
 
 	// End Inclusive (ms).
 	End            *int64 `json:"end,omitempty"`
 	JoinDataframes *bool  `json:"join_dataframes,omitempty"`
-	Precision      *int   `json:"precision,omitempty"`
+
+	// MaxGap Seconds: an interval between consecutive values longer than this is a gap, where the signal is undefined (twa, integral and coverage leave it out). Absent: no gaps.
+	MaxGap *MaxGap `json:"max_gap,omitempty"`
+
+	// Method How the time-aware aggregations (twa, integral, coverage, increase) read the values as a signal: each value holds until the next (locf) or a straight line joins consecutive values (linear). Other aggregations ignore it.
+	Method    *SignalMethod `json:"method,omitempty"`
+	Precision *int          `json:"precision,omitempty"`
 
 	// Start Inclusive (ms). Neither start nor end: the last 100 values of each variable.
 	Start *int64 `json:"start,omitempty"`
@@ -1400,7 +1504,7 @@ type AnalyticsRange struct {
 	Variables *[]ID   `json:"variables,omitempty"`
 }
 
-// AnalyticsRangeAggregation defines model for AnalyticsRange.Aggregation.
+// AnalyticsRangeAggregation twa (time-weighted average), integral (value × seconds), coverage (seconds where the signal is defined) and increase (a counter's increase across restarts) are time-aware (API.md §20, docs/queries.md).
 type AnalyticsRangeAggregation string
 
 // Assignment defines model for Assignment.
@@ -1970,6 +2074,9 @@ type LocationFixed struct {
 	Lng float64 `json:"lng"`
 }
 
+// MaxGap Seconds: an interval between consecutive values longer than this is a gap, where the signal is undefined (twa, integral and coverage leave it out). Absent: no gaps.
+type MaxGap = float64
+
 // MethodNotAllowedError A known path with a method it does not serve.
 type MethodNotAllowedError struct {
 	Code    MethodNotAllowedErrorCode    `json:"code"`
@@ -2135,11 +2242,27 @@ type Ref struct {
 
 // ResampleRequest defines model for ResampleRequest.
 type ResampleRequest struct {
+	// Aggregation twa (time-weighted average), integral (value × seconds), coverage (seconds where the signal is defined) and increase (a counter's increase across restarts) are time-aware (API.md §20, docs/queries.md).
 	Aggregation ResampleRequestAggregation `json:"aggregation"`
 
 	// End Inclusive (ms).
-	End            *int64 `json:"end,omitempty"`
-	JoinDataframes *bool  `json:"join_dataframes,omitempty"`
+	End *int64 `json:"end,omitempty"`
+
+	// Extend Each series covers every bucket from the one holding start to the one holding end (or now); previous fills its leading buckets from the last value before start.
+	Extend *bool `json:"extend,omitempty"`
+
+	// Fill Fills the buckets that would be null, per series before join_dataframes (pandas: previous = ffill(limit), linear = interpolate(method="time", limit, limit_area="inside"), zero = fillna(0)).
+	Fill *ResampleRequestFill `json:"fill,omitempty"`
+
+	// FillLimit The most consecutive empty buckets previous and linear fill; absent: no limit.
+	FillLimit      *int  `json:"fill_limit,omitempty"`
+	JoinDataframes *bool `json:"join_dataframes,omitempty"`
+
+	// MaxGap Seconds: an interval between consecutive values longer than this is a gap, where the signal is undefined (twa, integral and coverage leave it out). Absent: no gaps.
+	MaxGap *MaxGap `json:"max_gap,omitempty"`
+
+	// Method How the time-aware aggregations (twa, integral, coverage, increase) read the values as a signal: each value holds until the next (locf) or a straight line joins consecutive values (linear). Other aggregations ignore it.
+	Method *SignalMethod `json:"method,omitempty"`
 
 	// Period pandas offset alias: nT, nH, nD (n 1-100000, 1 may be omitted), W or M.
 	Period    string `json:"period"`
@@ -2153,8 +2276,11 @@ type ResampleRequest struct {
 	Variables []ID    `json:"variables"`
 }
 
-// ResampleRequestAggregation defines model for ResampleRequest.Aggregation.
+// ResampleRequestAggregation twa (time-weighted average), integral (value × seconds), coverage (seconds where the signal is defined) and increase (a counter's increase across restarts) are time-aware (API.md §20, docs/queries.md).
 type ResampleRequestAggregation string
+
+// ResampleRequestFill Fills the buckets that would be null, per series before join_dataframes (pandas: previous = ffill(limit), linear = interpolate(method="time", limit, limit_area="inside"), zero = fillna(0)).
+type ResampleRequestFill string
 
 // Role defines model for Role.
 type Role struct {
@@ -2238,6 +2364,9 @@ type SeparateSeries struct {
 // SeparateSeriesColumns defines model for SeparateSeries.Columns.
 type SeparateSeriesColumns string
 
+// SignalMethod How the time-aware aggregations (twa, integral, coverage, increase) read the values as a signal: each value holds until the next (locf) or a straight line joins consecutive values (linear). Other aggregations ignore it.
+type SignalMethod string
+
 // Statistic defines model for Statistic.
 type Statistic struct {
 	Count *int     `json:"count,omitempty"`
@@ -2279,16 +2408,20 @@ type StatisticsEntry struct {
 		Count *struct {
 			Value int `json:"value"`
 		} `json:"count,omitempty"`
-		First *TimedAggregate `json:"first,omitempty"`
-		Last  *TimedAggregate `json:"last,omitempty"`
-		Max   *TimedAggregate `json:"max,omitempty"`
-		Mean  *Aggregate      `json:"mean,omitempty"`
-		Min   *TimedAggregate `json:"min,omitempty"`
-		P25   *Aggregate      `json:"p25,omitempty"`
-		P50   *Aggregate      `json:"p50,omitempty"`
-		P75   *Aggregate      `json:"p75,omitempty"`
-		Std   *Aggregate      `json:"std,omitempty"`
-		Sum   *Aggregate      `json:"sum,omitempty"`
+		Coverage *Aggregate      `json:"coverage,omitempty"`
+		First    *TimedAggregate `json:"first,omitempty"`
+		Increase *Aggregate      `json:"increase,omitempty"`
+		Integral *Aggregate      `json:"integral,omitempty"`
+		Last     *TimedAggregate `json:"last,omitempty"`
+		Max      *TimedAggregate `json:"max,omitempty"`
+		Mean     *Aggregate      `json:"mean,omitempty"`
+		Min      *TimedAggregate `json:"min,omitempty"`
+		P25      *Aggregate      `json:"p25,omitempty"`
+		P50      *Aggregate      `json:"p50,omitempty"`
+		P75      *Aggregate      `json:"p75,omitempty"`
+		Std      *Aggregate      `json:"std,omitempty"`
+		Sum      *Aggregate      `json:"sum,omitempty"`
+		Twa      *Aggregate      `json:"twa,omitempty"`
 	} `json:"results"`
 	Variable Summary `json:"variable"`
 }
@@ -2314,7 +2447,7 @@ type StatisticsMissingMessage string
 
 // StatisticsRequest defines model for StatisticsRequest.
 type StatisticsRequest struct {
-	// Aggregations Default all eleven.
+	// Aggregations Default all eleven (not the time-aware twa, integral, coverage, increase; API.md §20).
 	Aggregations  *[]StatisticsRequestAggregations `json:"aggregations,omitempty"`
 	DecimalPlaces *int                             `json:"decimalPlaces,omitempty"`
 
@@ -2322,6 +2455,12 @@ type StatisticsRequest struct {
 	//
 	// Example: 1763768650000
 	End Millis `json:"end"`
+
+	// MaxGap Seconds: an interval between consecutive values longer than this is a gap, where the signal is undefined (twa, integral and coverage leave it out). Absent: no gaps.
+	MaxGap *MaxGap `json:"max_gap,omitempty"`
+
+	// Method How the time-aware aggregations (twa, integral, coverage, increase) read the values as a signal: each value holds until the next (locf) or a straight line joins consecutive values (linear). Other aggregations ignore it.
+	Method *SignalMethod `json:"method,omitempty"`
 
 	// Start Milliseconds since the POSIX epoch.
 	//
@@ -32708,299 +32847,309 @@ func ParseReadyzResponse(rsp *http.Response) (*ReadyzResponse, error) {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3rcts4tjD6Kticryr2PrRuvsSRq2s+d+JMe08u7tjp7j2xjw2RkIQ2CSgAaEfxaGp+nQc4dZ5h77/7",
-	"vMI8yjzJV1gAryIl0pYzSbemajqWBIILwFoL677uHI+HE84IU9Lp3znkEw4nAYG/X5Ab6hH91w0OIvjD",
-	"EwQr4h8qp+/0Or29rW53q9c96233d3b63U6r29ve2d37i+M6PpGeoBNFOXP6juM61Hf6zu6w6297Hfxs",
-	"sE+e+nve7mAHbw97RP8uDz1Fb4jTVyIirhPgAQmcvnNNlTcmzNHfSAVjqJo6/e7Tve2ne/t7u51Op+M6",
-	"DIfE6Tt/TkZzMcKMfsYGgjvz/n1vB+8Nt/0e6Q46+NkwhsJJ34e9UINj5zt8/voIPedi0nJcJxJ6wFip",
-	"Sb/d7vaetjqtTqvb3+/sd9p4Qts3vVannX2vbFe+cOY6Ey5pDF2AldPf6bR2XCdgI6e/td16qocIPiFC",
-	"UXMglx4PuHD6zh+GQ71qx3UuA+7Bqy6H9BPxF0yVjlTTiV5aiFmEAw2IwiPp9D84Yx4S56LmOn3ADtle",
-	"cKQ3WFA8AGx66GztZK52duI3UTggwul3ZzPX4usrKlUeZ3nElNPf7boOI59UbVj+OMEj8l3vPOp0env6",
-	"70tJP5PvdvW2TwS5oTySTp9FQeA6gsgo0BT0YU0jaxr5WmnkQlPJ28KZr4y3Pwxvcqc4WzEeFZZdxSIS",
-	"DmGI+jGJ/CveLMCSdzyoffN3+p1OqwP/+0u8vmf+7uAp3iHbw56XfUFmfcSniot0hcnnWqsRXON55Wvi",
-	"NVQd9fZKjvqrXDmc33upST63bqawp14TNea+WZjlcSTENACGAUMd7OP/bcXAlsdDZ3bhNkJ3j4Y4OAmw",
-	"R5Lt9MkQR4F6geV4wLHwC9/nWVLuJ4OH5isD6DyArjOkQqo3llB8HH9zRsPkqoSzeTrYHu6Sntf1syi/",
-	"g0uvVjaK8Ch5ub5YX/ERZdkv7Csd1wmjkRxz9T45QNlvt29vb1sjgW+wwkJD2jZ/tjsDb3/bG+w+7Xp+",
-	"19vtDDQlkn38dJ8Mu9s7e3/0v6M+YYp6XN/SDBj4Sy5CnCBsjpgbcqRHYEDCsov6tPJlaGHVrLGw8c+T",
-	"eyMvhEywlLdc+JfRxMeKXCoaEqlwOMmKZN3edipXXLiOHvSZswTjakEeSSJkewFe6wF2azFQxi0ZSKoA",
-	"bWNGsYr7cM1e1uxlzV7W7CXLXkAS+cnqIY10jV61+OwnVqll2vK8djynAK9Gi5u5DtBSKt7v4R7Z8buD",
-	"jpfdr+1hBipFwgkRWEWCLNDbu71t8+NPWUEOmLImDLuPl5pyCw+VIgWYAewp9Lqt3VmyJ3lwigQop0yN",
-	"iaLe0aeJIFImp5HBL8PuBb7V+8qoPtp//M/zupuc6q4L9g4gl++Xzddt7dWYr21mc7JI+gU0wzVqr1H7",
-	"i6H2xUxj95hgnwi4Ot7h2x+4oJ+N7SePgWdjggS+RWMzAG2EctNFt2PCkCBKCwxc/xXyG+LDQPMWRBlS",
-	"8CgbEbRxeHLcCn30j//u7m320YAMuSCIKhcBKblIRqGLQoKZi0Kq/4M/uUgq30UgVCHMfKSxAnk8JGgo",
-	"eGhm50EQTZCiREh0S9U4807BI+YTH/FI3WLhI8URVVJPHylygCZEeBr6gEiYHcBGAZVKIo/fEJFdDGfB",
-	"VIsg0huTEOtNCimjYRQ6/U6CCZQpMiLCWBnIx4hIdexXbKj5GVEfbRBvzIlvdlRD7wWUMIWk/g9nBPEh",
-	"wgqFXCrU7e0jb4wF9hQRclNDpGeigvixCJmBEH96RdhIjZ1+t7fvaoiTzwnMUgnKRhZkJaaHQ2VMBHmY",
-	"T4nHmS/1Ht5iquIDFPoRykZLAFm0VTPXmWCBQ6IsLr4wMvhZSs1zGxj/pLdG75jPlURqjBXysBBTxPS2",
-	"bVhhHkZgIegNDpDmEbBtWqR2PkZETFMumTKQLPT/S5Ch03f+0E5dYm3zq2y/pkFAzV1h3Ax/JtN5eA+R",
-	"+VGfNhfob8AQNRBWn3D6zt9Slg2QTbAap4DZG2DRHs8fp/V7GOZbCRLAgjYCfkuEhyXxD5BlsQYhI3bN",
-	"+C1DnKFbQRWR6e6tAMajG8JU+Z4xRPSPi/ZswGlAxNaYq3KQYIKmEH2aBJiy19wnZUDJWyIMkfJwQgPi",
-	"I6mwIiFAyqQi2NdIKSLGKBshqtCG/BhsunoNwJ40Bzr65eTV4fEbdPjm8NV//uUITQLM0AZmOJh+rsZO",
-	"YiDL4SZhmqw+OPKj1qXtDM5FGXW/pIEi4vjF/KqOPmFP7/MBcBsgIyoR4wr1dtCYfEIh1rgJX40tsZcB",
-	"SH1n8d7GIByX3DLPeRjiLUk0L9DIR315gAj2xnqDNefBAWekjzAKcTDkItSMnZEibMDJ5YTTIP1qg/qX",
-	"l5R996e3b1+4nz9/RkOqJ9QfN6vXoh+ptZ6EwsrmMbJP7Wnq7AxMKasAh19rwH4CVobiu7pbA80D0ASP",
-	"9A2p71uN7IT5aERviEQknKgpsoJteuFqujI3eRVcesYcSJY7w12UXBDd0rtUw3pKP5fA+wqLERAkZqjb",
-	"6XQ04noBDifEXwQIuGzLodnt1ABHjY9YycV+zLwgkvSGgIx0ACRkL0qpsFAVnJMwfyGTqnkBabBO9WuW",
-	"AVYBBoC4CkDeEckjUXUXskUc3Rp/SqC7JtOGnPyUYOGN5yF4bTmGufm4QPoNLtKX3xZlkjBJFb0hRt4r",
-	"wyBpJl7ydi7U9yXrf3l89OqFfuuW+WsDwHBjIGIt0UVZ/UhfxYIY0dZuLhpjLfKQcPMAxYIOI7dapgSB",
-	"Ob+xW6n6WbEmLtTlYLpkUWf8mrCyK+QQKf0TiLMa6/UtJ4kniKrCNnp/nD9+kZioK8Qt/VOMZrEpqohp",
-	"YJZaCaLFVgKzMY+y1vgVFeuNf0bUd1PaQlr9EQhbUS+/AQt0zpIVxLrlPXemUghNAF+ZGHovSGdgq5lw",
-	"Jo0l9VALUop68nvsW0UuMUQw+BNPJgE1QSHtX6VRm5PN1etUxmvwH6dv36AJFpIgIoQme0Q+TYinF4YR",
-	"/MoHvxJPObMsgJyRt0OwGy1Cjp9wQH2A4UjP7czcxeNfAFRvWTC1440doHhX3Ohp0ZCSwI/V342dTqfT",
-	"6Ro5FiOzvC2tFKMB96ep7gqfrPSYW58+rozB4Zctu69bRkMuA9sOb6eq9CzVa+qfhzQHEj9U9qZ4ZNvO",
-	"PZvVpc/kgbl91Fp+SnirXPpzQxjfxA4wcvtIu/CCSk3nfjPC9ECv2+ltdzpa7iRSghzsxAq6RL6dt+U0",
-	"3IIYIEtb8/vxk6ElsOsonvBldDvmUr/auAI1DEMcyJVvWGzEboAzE6sk1MAYmL0p1tiH5nbqEBQQrUib",
-	"cXJ1ewEWhxrbUG8ZZrYK3Afzw4ohr0/7DRYQT7qAho0tJrFgSDoC+4aR8Vwkx/pyVmMqEWerpHWA7wUJ",
-	"6A0R02YYfD8/Dfbsym/JYMz5tePar46ZTz6BCRMrpdVgiBYrdevsnXV6/U633+nlQhRgEZVjd1t7uzvb",
-	"va4eC6JCDN1YqcmpwkrD2+t0locDSzs4faXjOkpgFsfMOkrQ0Qh+mF3UJtn5o1hIufbllEh3TjFZIW7U",
-	"xIkGS1y+NCCGFfKkl1wMqO8Tdq+7rGPuskTk/E8eIZ+DBDbGNwRNiAgpOLD0rTMhYshFaGjVYLZeSHoT",
-	"3uPx2iiULLTyjtT8BlTJJxJJj08I8rmx7lmfDLxY8EgRkEXho71HMz6m7c3Vnc4xU1qDDAzM9zghcEJm",
-	"Tyjj/Nke9jAoYf4+eTrcw7mjiN+MJBF67cAWGmx3HvJSlB5EowPjQgHgwAxhvF3W2hBDurr9fMOfpxuY",
-	"h+cFZ+QAMQ5qxCrfqF7yiN1PVOzs5A/PItuT2GPzBN1ig6BD/Y48Mb1Jv659ajG01aeWqsPXZBr7WbUa",
-	"bNQzxtVY6/0e3H5PZGIzWt2OFrMFGsiUxeSShbJl7j31pcvCY6VcJjvmcTbmfnra17I/Wup7/D16LKVk",
-	"7h3325zlskB29ApFgjjRosG+xNGQC/cF5q2/F3Z4KYLo31a74MdChmTuZgtffvh61AoP/VRxgUfk+8gf",
-	"EXU/SeNpwa5hp0QDmBORT2McSTVn3cC+D7oBDk4ycVBghihGmXrWM25dz+aVF/OOsgwUqZ+6GpxSn3Vq",
-	"wf1g3ptOmo6P7aflWOpjhQcY7CvGn3l69Ob07bvDk+PLn98dnx1dnp69Pbk8Pf7LUT5G6QAJgn3paj2G",
-	"KBsilMY7jTjirIXeWBezjUOJxSUtEdwKqhRZIdsE50vjO6UyrHbnrLNboqQaI6HRPOuGG/pJhL3GKW6i",
-	"4ggGtVMD7fSd7fFPHzvhL8/wSffzvvyxd3u0I872pu/36dvO5LAnX+wM/7Q3/o/961ed+pJSbkcWXGPG",
-	"N5UaLx7baAFwrVQxTWdcyI9goXKVC+HgYb+X4Nwt2ljt5MZHoDhHgZ671eS8DTgLtcfYA2G1RYI8zoZ0",
-	"FAnio4CGVKWBYd099Jp+v7nS/XqN2dR+K+9nmn6W1zfeYUUs4OSTR4hP/L6Ju0N4qIhAXSTzSscZ5yjE",
-	"bBqzI9lgi/XbXumXLbBjZ3V0kUJHZcrP0QaokOAWwunv6VEUNx1iD7eS4MPFe56EKc7ch5zWe4YjBVGt",
-	"9/QidLr5ozqM1BgSaOBB5AkC+TQ4kOiWCAJK4kTwG+qTgp7Y7Mnap6mnrTzGN9ycolUaUxerQILc8GsT",
-	"YLU64shud+qJvKdf9ZE2bM5Det9tQxua9UiFFZWKehIR5k84ZQphiCGURR8qtS7tle31DaZBnGDTXI4s",
-	"8u5TIsDsEaUTN9jWDDgLuUoirHmYmeApLYV5Y81QDEybLsIIYleQwCyNUEujMBUNCY+UfaC3ac2EBFE2",
-	"IhKw5WNEInhkSnw0jIIADbnICIbHb/50dHp2+eP7o/dHlz8fHp/Zyba/Dq4lo8mEC0X818Sn+H53827h",
-	"fDOzolBPi7R03eiI82AtsjnqG1om/iSMrD1w62w6IcgYryCir7gWtAGB3WB59sgEYigkBBmsknRsinwD",
-	"JTSS1eefKKEwb30F1A4vJRP922oX/FiadzJ3s4Uvl3T1qBUKusVImntJA3kr/11Gb27F5Wc+OEdMQUwW",
-	"fKHR9w9iNHDRH4QYjQYDF4nRYEO4I3ewCTfKaIDNRxdvtpyLrFadARodNfQMzEUO1YsDsuE/RoDPxIlr",
-	"9gqxPkls04b1J1zdnTt6+LnTRx9ardbF7GpzlceWJpE2QN2bzGML0TeZf9ZgZ5NHSmk3/n31m3A/c/O/",
-	"ci+0bv54+/FYPC03f/PNWM7b4pEr428JjCa40bNREY3MfoUKC0XP3TseMd9awjJSr1UAY7uYJEpCctYB",
-	"YlrsotKIXxNBPCpjVzT+ZKPv99xc6ph+xKCqieectziaGNC7JZZEGFWsGTFvT3Sdw9FIkBFWpOFeJWnC",
-	"+T1isaQplW9EnyG5jWUddcstk9V7MLRlFxyfRyaYtWLxpkrD3BINBIvWRDnLRLbiIKgRb5qExb7DbEQg",
-	"3DT/0rhmmevg9DXOBQSZFB7O3Y8AQuaJjMU4JJg5gAcGNRzXBvW4jozCErOxC/kUNVIgkj2mTO3tOE1x",
-	"7VdO2aVWWIYChzFJ2CQSixX2oQHngV4FFKWziG7zM++L6LJWngd6QyhI0zAcMS60GtqH6xpyabudTpLg",
-	"OjTZVjcZfvzAHVKfc5vivD977pT4so8P3xyiz1qwNzkQckKCgPiIfMKeMlkYc0ecKY9351BFQlknkB4Q",
-	"6NiM7kJieEhZ/Dl5CxYCT4Gi5olHSjpiob1N8vgbxDHui6AwgfCZ0iXFO+Adj4PhIVzfEgH2Df4nZUpu",
-	"qOYcy50mcfoZvK6UHSQWogd5gawpDP7plTqDUrF47jBL/ERNLWnHzONCEE8hXPlkcx9TAnXZzj3nQUAg",
-	"AOoFb8BDX3B1zCaRAu5ZvDYWi2KFnJAy1lsC6QXAminD1PCkzXTp0cSFm2So+fxkzJneKEUCMhK4nCEn",
-	"92EmI71nyW9hRnp2ifCru+Bme556ueb44ulbtL/X6aL3Z8/NzRtST3BpktrziTGLqxhNsFJE6Dn/7/Nz",
-	"/25ntnV+7p+f+/afM/NPP/fP+XlLj92b/eV/lfGyF1lQi3vUKX0gb6Rcdp7zgneJXfKJRDudrnFzHu23",
-	"j549MZaVbPKKnCvCVE3WhdNbQEhpPkcT/pM97EXEkmJFUeIu4UTUr3eNpGW77kou+eQmmJs/X/OkiKWh",
-	"jP3IUOtBEA9sZIKq8tv43vKwWyvIKB+qnw8ZylfgzS/jLsDKRQEbzYz4n6+eq2V+Uz4XUK1QhFf/Koly",
-	"EQkkQXczve40FyrEn7KI0ZlHpmW3r3ql138xVx54+fozL07qZ2VEj7kdzgsTtiTMEsvXu1dzsk2T8XFF",
-	"36W1SbKECbmJsZiQaEbpeWaQvYC/BSzKoITdn9wmmx1wc0pCEfJsOH01pzAU3eDGhafeQ020OZ3FrNxo",
-	"KGVpPA+TiiDNqG5sTFkK0sOjYorZPw1uikP04t3LLammASnLxykuPSqL6IVka8pGSPBbiThDWKv7eGSm",
-	"WISnccrG4sM9wSPyirJrq1zZtI76zySpHzXViDjbrURbyB+LUVFhCRnI0hdWn1Qxtrbh3W4meSJzkYnW",
-	"3gL8mCrIHWfWuVu8RfLHWvdGrL7zKu+guhyxBsPSU1Vv6EnezlB/O9/aMHhJEFZK0EEEgWCCaCzmt8Rv",
-	"obcMnRyePf9BD5uikAhNJoygwRSBmQubjTflsWTsUC+vTX83fxaptLnxhw+drWd4a3i49fLibnv219zn",
-	"vdlfxWiA/3h+vtH69/Pzzc1SSfPSxF9U78LdnHS3WF7iE1sJtMlNaGu5VQ1MGWIsUrkOsG7XCTQPsxPE",
-	"BUoXKxzzzHMORyqkqHTApal0d1c1MrO/8x0FFoojdvRLGFzSZyBjBTMNB1xHTohHhxRSunCkuF5+A7iy",
-	"KuaSx2aV9JQJu1tgBslWHytRY0oNFdU0bK/vZRi6mHWnQ+vL8LWsOTGPW5jWoceUiN5z9rAs387VSom1",
-	"A5vYYXm61qy8sblPl2LCaqTehTF6ekw58nD1vd3g+fJyigvjze+iDQ07eD87aAP48mbGBpg5o8SUMocV",
-	"acXI4vbaOnr76M/0eySJoDign4nvIplAIAlTfXTCpRoJcvrjqycS/So5G6AwkspGHkBhL8bR+XnU6XQ6",
-	"iEgPT4iLGEcRm2CN1UhGQvARVsT+imTkjfULzs8jf7/TcZHhYBINSMBvUZd0t7udpz1EGQrxiFEV+cSG",
-	"SMTl//a297eRdVzITasmGc+zFq5sLbwnEGmndwBt+NyTtu5jKzRhd0s5nsqW3ps3Asdm697u9k5Hi7hP",
-	"n+n/LRPnEqa8xDxm6n7W92i84EkSaD0Rjqu3wmocJdfTC65SRWreD1Pwu8D4ZLralTvSZbp1zYUX5l0/",
-	"lfuWDtFAyyWwSwfIEomRVbqgaHfyqvSSdybbs3RkTNIxfCW+wZ/HWCGcKVJjayBgBXHXmbj7vc1GUDbd",
-	"wuUDjXP2IlsnoIH6Z/Jh6ysT8I5DL76Ripg4wN71GX+jUTBY1ZweZz6tc1uawgDx6Lewffe0uj22VQ1i",
-	"/7LSEjNb5mby3MukRHju+RizUbnV+Oe4qA0MtNVnzXC0YVNyk3qiS6/eh6g7xnQSKz0Zg0x6nG6CfQXE",
-	"ifdnbr3LrC1ZTCqTU2z2Nzoj4STAWjPaGHB/6iIbg+CiCZ4GHPuuYUubSEYDqaiKFEF3d/DdbOaiu7vk",
-	"vjEfTRJKC5ZrvkmckpnvTHUN+wWwuLs7WOFsNq9iacDmF2FLPPRtQJNdx4EtcigJlJ00VnAZhSEW01gE",
-	"S6spHKA/HZ3ZsbFKPXf2mSCOKsVr7pkKUMknJXC8xWgjBlpmZaT0DMPE45O6YU/enp45FfNnnY523Ml7",
-	"/d8/HZ2V0pA94hJj9kel+qD+6pvE1WKJFum0CgfVIbjKQL/pokk0CKgcGxEMI9+WxuFR4JduqeIT6lW9",
-	"1hTEjquYaxlt2/Mz9W7hG2J/uMnVIDM/FUTtvIcoP7stQttt4wCLsBTUgjKXVhbR0GrCJOqyxIM3xzsq",
-	"UAIPJA80UY2VmmzITfT+3asKr3mp7JB9fXpkJtQvPiEkCPOJgAgfRlxEWqMWOncSMj53Fvrpl780U8JO",
-	"v/ncqTq1VvWpnTtoI1c1DgpXsNFmCWxl3sVKLvg8e2sWFNBIZFQ5S2Mdt6J8tsZ8rDBcG3FykpnZaBdj",
-	"HvgQIkRuiJjakuS2hKiKSwohe61JtNExwRymRLoZDXGZISFKIqo2y4OJSgT1VKDlUBXfGKRilDX767j2",
-	"j+/iv7zkD/3Vd/o///bdYpNMDZG6GmvmSx3eG1FCPIWAE4RRUus/mX0zT/ExjbfyPQMWo1SmEmGypYv8",
-	"1/MSV9MIvVy97/kLJYOp3zRKLJckb4p1J2ufVHYTi/OUnGNmV6uPtMJS9kBtIRvK9Di6w+I33FOTKAr6",
-	"Cc/Mic33tMRVRD+VSclLjstfq37fhOoHqdzlLTZ+eH34fOv0h8Pe7h7UyeFD9MvWKR0xYN+l6d+ZeKTt",
-	"nrvWNB9B00zOrJIA4xJz96LAh8nZuUp/c0FkWqLSPyEaK79ahUk0QZTgABivs1uDNgyibC53eifFBedN",
-	"1/CDRCH2CZIcDbFYPt1946QytQprOL5IHCsxT4WAy0MMrTLs2p7IuJJZDWTOVj+s1ICSgOb0DT+cnZ0g",
-	"UwmxVStWqi6rkgkwMZ5NCKQ+gHPftMPJlnvUAjgsvxTjsmUZ7yoi9QgiTOmpstp5ynDcmAstDRYBCrd0",
-	"kkf2HCApEiarzZ1DfN55ss7izFLarhWNUhFg8u0FjeTZ2uPEjuSKYf6OtvUxt7PK6fxbktyrrRnftI5Y",
-	"I5hhdQEAZbPbPlKHtiVTs8Aj2+rpO9vQCXGGjp666GjfhGc/O0BXkwCzK0ShBwhEHEETKfN+LerGPaY2",
-	"bJMpF33//uXLo3enLnr59t3rw7M0b76A3GK5k//0x1eHepi++j8RL4LYEoOlDbFGQz2Phif222KFrzxl",
-	"w6gy4p3Ij0uP7kR+DM40S9BX+sdy7QK6Ci4NeKBEvOHKdgzNwmebcgkTCms+mSntugu7d1GNRqc/vmoq",
-	"Djc7xq9+y8o25yUlgYnTXehaqQ5NW5D+VSTJJBS2bzPiJ1iN0YbPlSLGZMsIVD6CX2ViIU9inFudVvz3",
-	"ubOJ/vn//L/IRu3GobBZqLtly81XT35gwlZlaHKzTK17lIteaRrWS0EKAZ6FfkuCkC2AIQ3hdDMBNYVA",
-	"oFIv2g8EB2rccMPn9QR+XWEcgJqIDa8ICKpQmZo5TyBu/BpcCBJtGAdCUlAHM981sUST0WXIGVVcuPD8",
-	"z4evNqHzqoQSaea5XSRNWWjIPonLNS4ondjpg/dzEy6o5EGJBBlGkth0593OU1Oxhyo0mBqkoEwqnI8C",
-	"6e6VXEuDqSKyNB5pHoNvcQA90o0Vb/5uB9hOFZ9832RSWNA7s55azxSw2qxg7u3FmXPgl1S5LDBMg2Vl",
-	"lGHaUaVOjAWFHDNxxjaq+OKutzMrDSKeK4f+kNqhneVMKANbpm56GWQl3KmigvpKOdB/cMqIfwqtDhoS",
-	"cSGHHNoo9kGaE/wWfUjiIlx003XRTc9FrVbrQnNVNIi8a6Livlk8UkQgPd3mfLeF4hkEUVhQXrJx5slL",
-	"/7qRxYXz89bmH0EaPz9vmXiOUvRIr9Te/JVapuElfzSuebDkZQu1whgSN9mPsqOt6Fv2KulSpiVzyiaR",
-	"Am7JEN76jDpbz9Al2kIt1DeJ95SN4kpXAdEbjbhAPh3RQlxB2gK4GDu9ME9Wgwl5bc1oMcCqQl6P4zuf",
-	"ZVthbj0rE98D89oFk3T3c7PAx8W1KzRgZubSI8kFzTdNaDJJhnGi2kE+OYMqtAHJHJvL82K+0d0zGeBv",
-	"uDo0CSz3SSA+RKbgIQjAFq9NnJHewaRdB3DcMvZTkEN3G6TIGfBNczmbgbOSFDnbvHQ+ew2+t7Ebkmox",
-	"Rcs2J29Pj39BZMK9cY6Cu0/3tp/u7e/BvbakfMb8et/YJIJGSfJpc4uVKAU7q1EKMm0vVnrVNkqN+5oS",
-	"xu+RHldWhSGzFfd08hn/3vKk31zm7uI40fmWF/Vzc7PP1sjQLesc8cCE1rn+Db/LtNZidv8jWNSzrzg1",
-	"0bRNj6+QG0XCAfF94oM/FipCumlHcv3xiTT1dChDtEwSftSQhtWT/KIGH9m+FfHuPgaXyHr8cjyissJQ",
-	"CYmvMIvv8fL06qfKFUxQpe6AhDjLvbw4TJtHaG5iWzgBk7KmHPONKX08wVpf1JrENZkorfHFxe6hNHU+",
-	"6jMStI6j/QTTEhd+qoOiUNpA/gtjGjLhplTaUn4aahs5HxLM2iFl7RB/sooqdGt+iKaXeLR6S9S+xEpd",
-	"vdNpseikJwQWo0h/k/TtQFiigCoicCATo5YNB0cBhzrf0QQNprZqma1Whm7HWKErSZjkAk8o0vhCA3KF",
-	"JoLq6Ye2GrU9bdNmZAq2UiyV5lX6T/kxaKFjZfRHacA8/fGVns1AKfEU1Mox9cZI8CCIJggM5VoGh84l",
-	"APTteNpCzw0IxgjHI4VwYhd09XAtzmuZHQl8i6BAO2fFZihX8mNwBVNeYTGSV8jnpQHfc/0DHlhA49lq",
-	"BNKSlggrFUzf6UNsuFZBoBhpWcKcPu4Xh2eH3x+eHl2+Ozp5dfz88PL9u1d9U6PPPvlEGkxuocP4q6Qq",
-	"r29L0gd4NNKIYjhEiK+JtMXQrdk1YgYBNwzSDLUgM8DetcZIaCsnqL5MNl00iGDmWy60yqdFHiLydN1g",
-	"8TEnTq0fdgVbnTK00j/i6WWAR9bNWKBsqqk60c8gFAgCWozLwdCEnkETAZZARhQcNzZp1q6yVWr5jR+9",
-	"DGS+9LPTaW93Op3uzn4ZzNGkzPpcXos0mjjFRRbeW4Z1RdY373KAs12O6gusyO/0vde8wNiYC60CilDL",
-	"2BgJEkBWRrYT4W+p0Mg7IgEnVlFSNb8vEyIoL8mvmmDmY4n4cCiJQjigWPYRO3MR+8FF7AXaYKi71e2A",
-	"JQJ1UYinaEAQN2i/6aKfNXd43cob/8Hie/HvH85e/HDx15//+rrMxFsRO18s+urGkJdXJIz72z26Bv/1",
-	"4VUd4boUxzId8h6o9CZ9636Xyq5pavgoSm5W/foS2P2lsbYRwsbhJaWC+IBHzE/FblcrEJMAe2TMAx9c",
-	"JL5pcpFKF2xqGeoyXaZOtFiJX/iu7F33mPtiDrcuSi7rU6K1OEVW4jiEQcZzKGE+8BHGvBk2N1Ev9cbe",
-	"x0mY/JGEICdlQmycXquY3JaRyWvrbwtjchY6EBfzC1pa7WMFTsLTuJjq0jMs1K/slkX93Cs6N8Sf7qtX",
-	"23I893O+3vNJqRdSZAqdRD3VeJ0tWAeJMVGoFWRp1RfoHCgVMu9EG8dHR0d99I///5gNKaNq6lrNGHL3",
-	"bTMpDwsx3bxXdX0bW8o8cq8VzxZhjTyEhmANrwtb434RylunVgXV1CuykkJ5xBSYFOuOf21Sr8t5X1K+",
-	"vg7887qKUI6p8r/4Mi4C/yBTRK/TqbBDxNWLF+5LapLNHEajUoQEktg0W7ecnPgoI3DP8/gDdDdLCUho",
-	"/cIGhzEONLZAALxPs4uERXWXhkJVJ0HDfbQ8fjQkftqcwxZWbv6UZZsNH7Icc6FWl3uAsuZvmfR2G71k",
-	"sttpNv5ps/ml8puNNyy+5vgyBlk34zshrbmK40CYbja7O3uh+2QJ04g5WFN1Kyk4wEVcxiS2ymV6RcYm",
-	"fmtSfiJrhErs1I2TSIoksEWO+PweNyB56pfL9JpBYYlG9Mb0vV6ajbY0vDFzdjXCONKzy9hhKrvMlCgm",
-	"L2xjYK3gkoDYZcwJvoZJWa5T3ZvGjZvXaOIxJG0I1ZDfhbskIL1CqsgEqBdaMj2goUwjeaLR9V3VrKWs",
-	"eEVZwY+4LHamEOYBinHE3G83mcpy2I6plVxas9BI+uZCkni3dg2QMnRt1oymWgZK97eKKCJZ2PzGceyX",
-	"c+JQmVum1Kx8Wclr51RiqMEZt1NpIqpVlPu8m4G/DUP1qdixl3rB7HMu+PqwNPUEoS6AtAEDcyBbi8cl",
-	"boD/uXKadUmmbtpbqWTl5nTzeHty0Jeiyhe0XP127LKncfWg09itfM9sP/kxAOtqST2irDv26WYLneVa",
-	"HguiIgHFCGRSaw9UAOJDnoXN5Rhg73pIwVcviYD6UNLYdLHRquO3PZGZVnQPSitjXJGG5cHjTLQV+e5L",
-	"vdTl2Ws1ctHMesqw4KzYESQTxrnbWWwRK8nRTVPkSoqFzPn8VQEdsC8RvyHCWkHkBDPpxgEBaEPzxKP9",
-	"2EaSTgFN2PQo47pBQ6rMNIkCuXmAoKDwxwisjK3Qd9G58y4DiykEV/+4C6pPw95U/1LOWooG/Jp8qdDU",
-	"OoYHgCdtWvFwris9nq9mOIwC6DBHsJ/Uz6pZiiJms2ZON1XZFjPcldSfz6wkLY1p11K2tIv7V7DPwOuv",
-	"UaO0CkpMNSVMH6oFHSDOgilw+zGWYyghDcLi8qpN90S8GKjKA63ZtqyqQYuJi4jtA3pCa/IGgdXGmcH3",
-	"8vG7tFTvUeXyf1+lRgxbfxyf8Rnnr7AYkVXEy3WbNJyyRhJb/Zhz41VZTUaNFrBzoVJjpSb9drvbe9rq",
-	"tDqtbn+/s99p4wlt3/RanaSa7oIk1UJA6xwTec/wDaZAJSvJTdVb6cI/PfPP9goCEU+JAIqPUmA1ef8I",
-	"Yb1atPARj9SKzoDJaDLhQhH/NfEpXgmCNUnXygCAQg0B0o+taHGSiHuYCZIuqPVpP988tayw4j0v6YL1",
-	"brmRzgoqL7AcDzgWfq3abPahYupU3efiQK3lNeDCKjIAc+mbKm0dftVaQHmu/qoqSLJRZLFz6UoCLNUr",
-	"PqJsSUuuVTWA1e+r3J4wGskxV+9FMRleM1TZb7dvb2/Pz1sjgW+wwuL8vOXxsG0+tJME7u3e7Pz8j/53",
-	"FJohe5yVAmI0n5eWz9bYqWwvo/slG2Uco0Wyyk3+vJ7sMFnQzGyCpbzlwr+MIAvlsrHyWGBS1fOV2job",
-	"dwzV82mNvNZJ1G8vGkkiKk1nt2QgqSLLRcSMsSyZMEvpGax2k5bRZawoz2hKeFyOBDKUnAKb2aoiWy3g",
-	"dJbbFPKX8qhcin1zrVANk0i6nWaVh8JdU3WDNc2X1M9A1SNZFipsEbK67dXTHoIqJAeZdlcYDTwxnUBT",
-	"yHGcSmQsinPq1f6yizuDC/GhJ1CVBwJnVlSq/90KqsACqgfa4ko2TT/u0MHithzhZpkT9XEu/VU638ru",
-	"9aL54r73/H3nie/9xs8nckAir8eYkE1s391xlwgK2ReXGlCXCQ61BYLMm7Z33XryQW0oi3dqwSy8wo59",
-	"xTTEJv368rfNXNrt8eGbQ2Md1sTdyp/l3k6dmtSZWyc//XtGP0YEYU9wKcHzbq0f8gCyFqCWhMLCGvyf",
-	"KCIVZaMnaEMTvodte8BsCaPDrb/grc+drWeXWxd3Xbe72ykvZZS57YpFF2rUj9QMaUXx+Hqq3288Pqhy",
-	"j2Nb0VO/IxBX3uySrShGMHe/XSSXWJrbfK+rfP7miy/OOH51QJKa8IMpwgwZubNl3FLV8q7Tv6sSXZ2L",
-	"GcD/Ew6oD1fGSqqI1KjqtZCRZco6VsU3xfCio0eo6AVxAPKkTlG+CoK1gGpmeFHW1OJrJMM0+uJxaPGn",
-	"+wWbPU7hlnoukndkCKKE92jlX7QsAXIKVdPSooLLpcckcqU0/iViigYIp9n6RvJ3Tb0y2zA2LZsxgk2U",
-	"CiXabL4jZyGFoTN/zrWR7OIBpTCSCImjTxNBoNxouU7dXOsuNGsT+NbJvK+8PRuj6kGRKNYtLd+vLlM1",
-	"X84ncXABKhfQLotCBa3YarawMLvO8s2PO4ek61jmxY3ZQVMVOH6uRrmgeOiKpLSfklK+v1dJLWHhj3tD",
-	"PEKzd69cGy7hx19fPZlKdldA2TRCzDVROsljrdA3TVJI8nxpmFkS+AWNozVoEZS0Fjy0Ba2vNu7uTDe8",
-	"bC+82Qz9O3rW3t1E/xfa7l0hLtBVSDDbuLuDMjWt69vxbOaic6f74tzR/x5FeoHt19gX1D93Nq9aCBgB",
-	"NJgURtDVf1MVg2FClG7HPCBoTPUtNj1A5865UxkzR5PywwWNtdcpPftG6vJ0UnLfvuRBoCm95Lz6GQgh",
-	"aJlCRoAW7KFoTra3S5M7ZwlGz8oi7CXxIkHV9FQvyuAjOLh/gK6y5Xa4JE8hDla4pUym0WGFukQQA6Yf",
-	"NY1q42up7/yydRip8Zbxp6dMZEL/TKZJbAF4Q4Ep6Slg6nQGVf6oXhdlQz4P/SnU4tmCvpvSul9N2UqG",
-	"3g+oz5W0jP6Hs7OTNqQMHp4cow1JCLJEFVftmQguyTnzOFMCewoiMaHaigcRiNCPIU7NwpRJZWv94CCp",
-	"PAMBdoLICWeSSGu5PGfA+U3zDSQjqoiLJAf0N9qfL+hQASXavqE+aZ2zc7aFTrAaG4KVExIExqoLwAZY",
-	"aXnyiUT8liEvoKZ0EDHVjMI+dOOVLoKLmnIm3XOGktZWSdGjuEQF0g9CrTUZYDlGG1fz/vsrmCL7A1a4",
-	"LZPEjPaVG/+abaJrez7P2lebJk5RclNJFCNJ2SggetY4cEZkwmJLQMjPNbcV8VnBivW0sGswLDywVbbM",
-	"O5NqJTKucJ99XSSJkO27azKdzS0a2rTKtulRPbuyYGCVf3m8w1Sgq0gEV7F1GwDSM4JJ20WMCw0A1Nzq",
-	"tvasKC84MMWNzG4miQDtO+rP2oaVXyU12fWUpksLnG86wRjq23++2myhoxtDx5o8AskRhuRUqY8dGo2Y",
-	"7dEAUjaCZQMpcZGE1dv22FQPiBGFcSSITwXRJKNx1rwmpgJIzaVEoqtftmxQytaxf4U2iDfmcZIHYD2g",
-	"sMZghTgjZq4m9WiT9ex0duOxV6VFca8OgBZYkrNl9iR5fCd5PFeA9crEZkNITUBDw+S9MfGuiW8b+ep5",
-	"9d7rDUSwxcBGJf2sh+gHR0RJtNPdNqXgzHHAUrUgK5HC1yQjng5poDRMdrDpTmHYjkFfQ+Zo4+rl8dGr",
-	"F98BWliUhW8uL1+9ffvn9yf2F7Mw8xVUFOBDU93MRTT+l7mQPKFZnIto8ieQE5Qs03O4iGY/EObHX2f+",
-	"lFrBddFI6f8TFwVK/5+4Jt74QG/wv13peW0X5KvvrhCDWGG52UJvWTCFtYJ7CzoNaEaoF0wgjDlF+IPk",
-	"JOFC0VMm15Vhn3TEIKTwHK4XqiBuKankppUbfUpwp3RbHdvziOmf+s52q9PaNmboMVyoKVV6PAiI4amW",
-	"JEGy5UYnSeA79p0+fPs8GQ/zxSBWKkbpkLbNXztLPNGzCyOXE6m+ty3wIRvE5ihMoOSWflX7V8nzxa0+",
-	"5MKrC6WNbRR1r9vazWZROXu4R3b87qDjPRtmA7gAECNDNXDBxftQbpPKqRxKRMQoNOZe1ZP3Ot2GC87l",
-	"OvU63TzUyxLfIcsK4JrP3TYzA0b6HFKLbAt/PXGW61W9yA5v25HHvnnTTqcy7zfZi3bRvAvPdZc/957h",
-	"SEFBQOKbh7aXP5R0qYEnujWeiAMgzQO7deDKB7bBg70abzISxAsqNbqaJfWe1QLwNWZTu/Ug/+/W2fd8",
-	"qwx4arvWrsehgeaZp8ufOTU9ZL6HPi1Gxo9zuZyfoYWLFnORslUQE0sGGkyhkToOAn2HM67GlI1aseUn",
-	"TnuQzoWeMyO3xVKdbGcyatvVjK1QGqwRV7M9sF5rqnwAQ8sl/zp9m7BbqKQTm1kzOasfqrnaxawufzhM",
-	"Xx3nJtfiYJ1mK0zq9iyszpOYfT58MHx9r2MKxfW2L/JLqlklJF/KaJkNONcwZdngTAO0mkPjlnuzixJe",
-	"fAqS/dYEU1FeKYkL001PDwC581eA9gBZDdCLi6lmEtH0sCubxQc9+SQpYfH4dusHU1x1KY/Ht/HImfvo",
-	"t0NSgvB77Ce4+Zu8Ib5uVp9j2kfP0D///v8BKsZcC3qrJazbYOoNEYZ3m/gnpPiIaBUty8ET/X0BExe2",
-	"fuUCDh4P+WrYt6mtAIULDBd7tvtM/y+pPNl3uj84SbUCM6a3Yzidoz7rXc5aIZ3Vc/1iWdDHZfkLeH6e",
-	"6Re5fq+1e+F+yG9Qr3vxW78L3kGeP0P6W9PCG7yecfWkNcNfM/wvyPD3geGbsr7WsmNZLvhEMu5HUyMe",
-	"UNUU15f12H3RPmqChJrZF/ST1v114S4wYpiRJpDmX2rGuHPGUUh9G16RqRQiOA+dfjdfn6PczLHT0aNS",
-	"d5cxfOSYY1Xv2YU+Sq4yvqTUQbP6OyLdggojR25xpWMevNrUQlK64oUmk7iug8+Vq1XWxP6fFOVZW1PW",
-	"1pQvaE2xXnLFM1wZErqtj2owjTtzDrgaG2+6iYZBWCJGiE/8zT66++nw3eWrw++PXvWRCRRHf4V4rL+i",
-	"Dz5X8mJWwxRTZOt3sRQ7awc3erF6EXNMekTUq0zUz0P4i7ECp9yheX3UWVmePHRxMFLsCgn8yxBqZ2f5",
-	"E7Hf6JsTVfTh2PLRxhVpsog0koPz3GLyhqnga92CBnk3S/HZfYgY4i4dnoSBWbmlNvmk3poqEorFHPNE",
-	"lbiTx+1j5gWRpDcEBfyWCFsJfSM0m1MW8hCXe6undKbpitVvjiaTWm82Beaav7dsromJu04nS+qudN0l",
-	"xWPnGvDqC06rZ5gh6HEBXtYAhxMT61P1+ktJP1fB0OksgeLi4Zo6BAkaFmjC+8D5mQndM59TVT0rsRaq",
-	"z6Wiare37dbz1c3qmy4yMfAl/PkwCYo0NHKArmB1oAzj4BZPJbrSC71CG/CD1mEwCjgbxWZXG/w0FMQk",
-	"8Pw+JLjf/MUwF0o432rgX83/6+itixn6V+iGn7m9Xm1vtdE8V+5BXzW3uof1MZPDUlcdvaiQP22KtA8l",
-	"lEUSiWaUUBJIYtpt/E4d+40Z2Vp3/Up0V1MNFzA6oFLpSzwODsCpZSXWYOVCFXa5elqIScxEgt7h0WjW",
-	"vgPhdta+I8yfLRK10zYrD5XDTAX/OQ5Tq6+FU8ks7AAXXZOpSdGkSib50t+GZ2AtGD2OYBSbMwFDrNeW",
-	"IZqoYxDr2Ed3h3/6U2wImlnB2URDRyHquCb61vTbdQvdcvQIPVLjtqkjOME2+jzfK2c1GnjMJiC9said",
-	"XcXNckAbUKZy7yQgKP4+UdEmWI1TDQ2PRk5RIskSaJweYT2/SUuefAV+U3nf6FplWcFL13aC1fgUNO6a",
-	"g480Rl4s4nrLDQlrE8LahLA2IaxNCGsTwpcxIWQvsIUGgbUpYG0KWJsC1qaA37cpgPqNNX0zaF6/90lA",
-	"THJ/ntma7xM2W2A+tVDsuWVO60v8X3uJv4CjLG8pAwnEc7rvYyilj6zm9Vqdtk2KX6TYHXpxLYyHSf6F",
-	"epNGyo8VZ18rwPVzUSxIFZedXdS3F3Txrcm5SZeHse0AgQZEqzfAfzcU54FEkSSIKv0FJBEjbEbmrDgx",
-	"Fmb4cVnmfXVofzroqwjulxkjT4g/ORdplL8JTjfioY3r7+TD9tNWgs7frqnyxoQ5uRTVv2VjHRtos/PN",
-	"JR8jUrNsoXld3kRkdrIlzDIl0pxep7e31e1u9bpnve3+zk6/22l1e9s7u3t/MQWb+86CHgu2/I2T7pxl",
-	"MekXUNPqwe0c8sWHbCPe5arAdqYBb1Y9KPRyXLYhvfyGVGZ6pBuSRZq0FEnuy1obkwpJ1anS+j4y57zT",
-	"2cnUPyxt65pfOCznb2Hcexvyly2Z3EuFKvQo/8IJGm8ZQYQpUWx7nWbrzfe8/s1mbaxCWH0BNS/fsmC6",
-	"zt1YZe7GU8jdSK9RrUgVEq0pS2wEgI4tdKwk2ul0Te0JU410i7NgujSZI8tgK0VPrc8Zzbb5pW5Mtm6t",
-	"caf0c62xp1yo76e1RhIsvHGdkS+h8kk9cT8ee8zqj64dYZQZbucvcx9kugeknLhYG3beU/GchyHekjav",
-	"zkcaN9w469O2cEzbio2xrHJf6AcvL+NiLWVQZL1kZTNkmyJcXlL/4XOkndgWTLN4PzKNmiuXnly7GurL",
-	"S3AXVr+ywk1Tx4wEpSbXOk85m9wFNgmWJsuaDuLqRS6SQPYuklwYp/cEQwVAjegiYpqBnv74KsscLQ80",
-	"loJSxcbIgS/i4qf3Vk4qxeI/J1/kyzteejzgQm/ScKgl2LS84AdnzEPSIIfYQG+rpNY31NdB1rgn5Trz",
-	"6VsVPLaBogyap9lHG1caPa+Q9UyDPcFEggxIgHBcA3qznJhK5Yxc0uhiE26G3B5owl2bYldlik1QI2ma",
-	"nUqmaRXCtOl3GYtdnAPj3P/OXB/2CsPMzJZWXpP3iLOH8qoXUNrOG5c4yfXXD79i03Y9pV0ALgNunr0c",
-	"0k+mjXKAldPf6bR2XCdgI6e/td16OnMzI61YF2IW4cBsVYMbN64vXtvIVx/V1+7c38PdvGMLOghFcWCb",
-	"tRygqxSvr1BIxIggrJSgg0iBpzX9YPInBQn5DZGm3GkVVUdlwSuR+gKC7yOKsWuiWhNVkaheapIwpATU",
-	"BX0An0gkIi3JgHBzBTh7hWL0uo+Qa/qu1zGuQb3ytYXtS1vY7mWhSfvWrwXO1XmxDR3EfQFkCwGNmg+o",
-	"aM82Xz9cFF1q7YkbDDz45jPNLra6aEhFeIsFaXrlASQrNt9k5vTXt9/v5vZ7Htt5zD1lg0Y2pMcnBF2Z",
-	"L682TaeXXJMAreK//vHsDCk+se4pNaYy6aigqRQZU4Gf9gKbVyUT8q11fd7ROhF/RXpd24z+1Wj2jtzw",
-	"axKX/lclPH7FHH359Q/oAbH6izEvDa+oIbslJrC1+PYtiG+5bm5rWn8ECS7X4C4Nx42p5DGltqSz3ApE",
-	"tkJYFjTKcv7xP8+dBplrud6EqxLb8tOuJbffoeSWBiuwbNTGQo/dZhU51r0LMyXN6spjOXpci2RfjRsv",
-	"wR8t0lMlS3x2eYZdr3Kd85ALeX3Kq3IZ7CVF/+O9fYSbuH7BrPqev1Vc38WOuiaAZhBEJO136fzjf142",
-	"v8ZX7MrL4/36/v4d3N8nOS/eAqJc6In79oXcNXWsqWPlXrlKkda2UV1oyjmCMWsLTolN5kEx6BVFhFT+",
-	"ybgkE+MixIE+U0FHI6I5SEntpXuZfeCA12HVtVJJn0hkaAZtDDVNmlbT2Ld225wiaQbmgqeLBXpuyWDM",
-	"+bXtTgydnyeC3mDo08r5ZIC9a8QFCii73gq4hwOTzY02uh3Ifuu0910Up8LpD+esu/es1dvdgc/dPRcN",
-	"vU6n328/ddE///5frqlFoNENutcGN9CUh0P0C9QFQpAY2UWcnbMr26m69aYFAEYsIFKiq9OjN6dv3x2e",
-	"HF/+fPT9D2/f/vny8NWrtz9fnrw7/unw7Og7KCrUQofMtro2rZlvBVVEnrMNSdRlmmEWflRqM1bHYc/i",
-	"dtqcmSYY+eZxaix4NBrbTslmk88Z7JTiiCq3sAxQ4q7iKa5QG12Bk+YKbWDY5M0WOiXENPQ307VC26O2",
-	"zJAG5PIQAcNuKjDRATzt3J076tzpo7s70DZNJ39sv0qSNmezWS6ZDlI11RgacZ28PT1Le7ZbvMrlTMp+",
-	"u62/lC0LS8vjYdt4X0EJ0Vt4xt8YRqOBm+BpwLGevaOn1pvm9J18VffYe9vGARZhCoE+VZg1OUXA/0jY",
-	"7mLbnU68vaCFnEedzjZxkkTU/U4upzh+TSuXW+wWnchj08e2nngGB7liA2RmznXU/zdvTGSGvVheH7N4",
-	"6D9u+pSjMQ98ia4k8QRRVy7wsB9eHz5H12SK+BB4T8zkJR0xQFzpIjnWHA5cxJzlXcDJtVEmqdmG98uN",
-	"jCmXWtsWvxbbYoxOsWXRJwG9MYX2Nia2Px5nxOarCj6ZFFJIMhJFldWx4tzrioHrM19hpgAcl5tmhHiR",
-	"EPr8QcqvkhSbFQfRD9YxIj5YaClkDzS7ZFdsHsxg6tr68buzDfYzisGQEn3/QpS/GysbAZXK8FBBJgH2",
-	"iI9uxzwgLXSIvLFWn/zMFKAPCaKfvQEs0XoRUbassqZUrVYY9buKZitskvcjukcSXtd0taar5lZF0K/c",
-	"DLlo2cUqsKWmxjrSazsVfGqYHl8kg7+MDbLKLhfJUsOcFdyAzJWYmj/tAonvuM4Q06DcWlfxMiUwk0Zl",
-	"LnthagB0Y6vgSi2Bdr+n6yiwFZsQY9tWiv35sst98EtPiIgvMj5EBHtjlCJERpgMsNJPYqVIOFGrliZz",
-	"1JstKLKEYt9mh659Bt9C1Gf2yNZegGoS1nsDQmHqCshhe5YEcxSztHxKdppVeK6xF2Zq6B0+f32EnnMx",
-	"adU3jWYhWrGFdH7qtaH0N2AozR5rg2DLIqEsuHfursm0huFzjpjW9s+vx/6ZxxItxtgyVUmJPm9MfBcE",
-	"nJCEAyLkmE6kzdH3Nxfz2Cqb6GKUaHhFrrFihRbS7MYuuT8bCZLviOSRqFdZZVW3b6GyaiSMVI+8SCoe",
-	"EnHP63fFttN5VF6ben7X4ZUlpFZhzvztiKlrOlnTyaMEWi4UZwVfmjb7jq+TZb8Rs4k+qrW5pG7QJCA2",
-	"2oA+Ki4iPlVcuOiGklsiNt2kF3KWloBcymkoUQWrJH79Oue+p7qW8Fco4esNLTvVh0n0OZyoU0tqXUVq",
-	"XUXqN8pabSGojbjZEWZ+rnyN3HQRIzfQipdQgUysYoMyUgss1ysrAuVjOR5wLEzBew6+TEGwX18XWFeB",
-	"WisBK7dqJw3ENCK4yNaBGkZBcIU2rHV7E3GBrjSyXh2YoCEgMEShJckVPHq1MOK3vOhToxpP6+pOX111",
-	"JxxXD8Nsiq4p8zcPQIGELB9JPM58pNnyFFEmFWYeQYIMI0kkooaLewE3n6SpLeZxxog352y8d4GoippP",
-	"kdQ/LhSn3usha2lqXprKG4GPPmFPIb2fDIekqnVK/HuzJi1mbrIVYhog7PuCyMrmLEQPWn1DFo0Fazmt",
-	"UcQAEE6WeIHYlspZ+rGHiFkGAfoO9vH/zmR/Oa4DPoo31gTrY6BpKW+5gJdzIYintsZcSEiCjzEVZqov",
-	"m2nwV2yfhR1Zxw18q6Xbu/m2Kvo09UUpb4mQqNfpuAibCOxJgNWQixD5nOTTa2PKKbm7aoYKJFS1lpm+",
-	"mvJL+kzK+WOVra/8FBuxkPUBrsTWV312zeREPU8dz/1Db8X5uy+GXCo8HDZoIaYhWbGj/lu54NY2h9Xc",
-	"iL3SZiacBVNrVGAqTncySUwH6CoW1aDXrlEe/QoCrPDpf0nB8iHS4zuTybWmrjV1PZZbP0bPK7C9XAFm",
-	"l3v5l0me7cs2lpKO2OV85sQDbsJS/dC8qJh2cU96/jAXnCM4lN8wDlsAI6VZqkgolxHvIcAXWlnZmh2w",
-	"EHi6puU1Ld8rlC0yRhXQGWk+ptjSMga3M1QLMncl2FD1d/pJQRoSs4k+/gLEbF70SMRcQbz5oqD2icU0",
-	"bb3BOer9YB9NUxH54Ffiral+TfWr8Xnja5KSPY8U4sMC6W9wpgldy8KMK80a4C9ENAjLTUc1O1use1r8",
-	"C5v+510gtrQ79av8Hn7cnrFxD33z5H078MdPL++9/0316fh2Y2SW9t2o4ASN6vqvK/r/xiv6Zw64wPnz",
-	"fEl+DPpxgbikioxWgUwdTL0OaBoGwSByytSYKOolcD6Rpl4NGlOpuJiaRLkB9q6HNAg2XYgXINiPe0cl",
-	"lewzNS8xEvg2V+O+1C/8aRJgWl5mQn5sUleidk0bzsjbYeVtWaycXXlLxANP4907jffYmV2AiJk/krPM",
-	"Ph0gLmwhBbsB38mPgbvwqChUWEhLbzq/bFkE3zr2q7DUDm/bkce+EX5/cxLrN94B4qAhLuBymk2o9fDk",
-	"uBX66B//3X26uaruEk0aRqxbRaxVwXWriGqfx7pJxJou1rmLS5tEeJxJHpBqa4gd4CyVCBX5pNpjFQY5",
-	"IjIlv71/87mnhUykB5gq4OYH/RkFmI2+O3cIO3dyvxHsZz+HRGHkjbGQRH137kRquLWff0JRFZg/iSRM",
-	"coEnFNkVmBHtzJB//v2/FqrtpfKlne2JRBM8IquSF/UREy8SVE2d/oeLoo57Swbxi7OSx86miyQRN8RH",
-	"Q8FDkGcGlGExPYDoYnkt0RBKX5ogZaokCYagIUnCfAhBBt8zZeiXrcNIjbcgWjiX7BpjQxFj7iZYjWfL",
-	"8OYlrY07npR51OkLzhW6Q0PO1NYQhzSY9pGcSkXCrYi6SGImtyQRdHiAZostOI2xcxlu2Bl/xTfYYEh+",
-	"XhpqHoOik4Arczbn6c7dEOZz0Y4mAVdtGNIiMmz9Ks+dg3vh5JAGZJWay07Z8RglMqfmLQXuDUcy8sYr",
-	"BXABqRzCi2KNOUM0lQi9RMfPT5hQIJ5MWr9KF0k1DUjLk9JFuTP959//a/MAkXCipqaLeMwqQD3XdJNq",
-	"5/ZTXhhYaEzURDgmOFDjz5XUF/9+Lz0+IwHZkph9B9pMaNUHj+CHwVTpKXd7O739/U7HdW5x8JxHTKVL",
-	"gE4gp4pPvjdjO/Yr+c7EsDj9zqy2APUDLKgMxw4DevOl+PBEcI9IfdkWKsEVmWRIlKCerDyf+Pd6nDEh",
-	"vZTB/AGd/efJEUpuuUtj7rqkbESkIv6l4goHCEyjRJyzZQN3euesGeM5ETwkakwiiTSQWrPm0hZs5iLE",
-	"6gucSQYGu6Now0r7ZummZ3+AFWEelOKccB6Azq9pFnYCxTuxufBE+YQwPKGtmEhKj9UOejDZUTbkcAha",
-	"WNGnEJ+e4zo3REhzAt1WRwuU8Uv7znar09oGu6UaQ+uYHHnltf3kFUU/bjLdHA6kExefKjiJ022At8TP",
-	"zXuNy6+ztxPCDk+Okc+9KCRMfRHipjJ5H4Sl/8fp2zcLEUIQ7E+rObD9eWUMGOarr3C+M8PnNxh+WJ2w",
-	"cD9tZgGL9bHCAyzj3iuGgMFQBytDVKKQjgRWhZosuePJv+POAan2B1iBfufMtV/9CJZy/Y2GQ0vSpWLA",
-	"VYiviWb6V2gj7Yp1+OLFOzeufoj6+539zuYBmkQKTXkkoLmVzdhCcThK2qep327HDb268CgY/Oxqiu83",
-	"l58LPcgoI1reiNmd2Z0M8rZS0SKzJ/Nu1YzrDG0owjBTm4miMCABZyOJFM9MZ0eXzAX5TmjjqOuio95m",
-	"fGJUFF33ieays9nKZ8aVQZh7uI9GgkcTqWUx8zr9lriuYMXM+UI95XtgapaYFM14P8ZY9lFpFZPM5KbG",
-	"RZW/Wm/HtouOdlx0tHuAEvh2s/DZ9lolkySuTL1eO6ML3h4uMobpjaO97Nxuao62b0jV/fl3HGbTnm2r",
-	"O4Njm/PlBbJq53b2DTYvdX76m25rz1yx9oaNC8sbLB7loNQXcckcpworKhXc60dPNzV0Elgj2jjaN1Di",
-	"0UiQka01efQsCxpmOJjqh0tmfh7Xupco03pOZnDX1r/vx52dpGvycyfRIKByDP2dMi3ushu07xb6zGWh",
-	"soW7Zxez/xMAAP//",
+	"7L37chs5ljf4KpjsL8LkbIo3XSxT4ZhPZctdmvZFZclVPW1pJTATJFFKAmkAKZlWs2P+2gfY2Ih9g/n+",
+	"nX2F3jfpJ/kCB8grM8mkRLntKnZEl0USicTl4OBcf+fO8fgk5IwwJZ3+nUM+40kYEPj7JbmhHtF/3eAg",
+	"gj88QbAi/qFy+k6v09vb6na3et2z3nZ/Z6ff7bS6ve2d3b2/OK7jE+kJGirKmdN3HNehvtN3doddf9vr",
+	"4GeDffLU3/N2Bzt4e9gj+nd56Cl6Q5y+EhFxnQAPSOD0nWuqvDFhjv5GKmhD1dTpd5/ubT/d29/b7XQ6",
+	"HddheEKcvvOnpDUXI8zoF2xGcGfev+/t4L3htt8j3UEHPxvGo3DS92Fvoodj+zt88eYIveAibDmuEwnd",
+	"YKxU2G+3u72nrU6r0+r29zv7nTYOafum1+q0s++V7coXzlwn5JLGowuwcvo7ndaO6wRs5PS3tltPdRPB",
+	"QyIUNRty6fGAC6fv/GE41LN2XOcy4B686nJIPxN/QVdpSzUN9dQmmEU40ANReCSd/kdnzCfEuag5Tx+o",
+	"Q7YXbOkNFhQPgJoe2ls76aud7fhtNBkQ4fS7s5lr6fU1lSpPszxiyunvdl2Hkc+q9lj+LcQj8rx3HnU6",
+	"vT3996WkX8jzXb3soSA3lEfS6bMoCFxHEBkF+gR93JyRzRn5Vs/IhT4l7wp7vjbe/jC6ye3ibM10VJh2",
+	"FYtIOIQ51I95yL/hxQIqec+D2jd/p9/ptDrwv7/E83vm7w6e4h2yPex52Rdk5kd8qrhIZ5h8rjUbwTWd",
+	"V74mnkPVVm+vZau/yZnD/n2Q+sjn5s0U9tQbosbcNxOzPI5MMA2AYUBTB/v4f1oxsOXxiTO7cFcid49O",
+	"cHASYI8ky+mTIY4C9RLL8YBj4Re+z7Ok3E+GDs1XZqDzA3SdIRVSvbUHxcfxN2d0klyVsDdPB9vDXdLz",
+	"un6W5Hdw6dXKRhEeJS/XF+trPqIs+4V9peM6k2gkx1x9SDZQ9tvt29vb1kjgG6yw0CNtmz/bnYG3v+0N",
+	"dp92Pb/r7XYG+iSSffx0nwy72zt7/+Y/pz5hinpc39IMGPgrLiY4IdjcYV6RIz0CAxKWXdQ/K1/nLKyb",
+	"NRYW/kVyb+SFkBBLecuFfxmFPlbkUtEJkQpPwqxI1u1tp3LFhevoRl84Syiu1sgjSYRsL6Br3cAuLYaT",
+	"cUsGkiog25hRrOM+3LCXDXvZsJcNe8myF5BEfrZ6yEq6Rq9afPYTq9QybXleO55TgNejxc1cB85SKt7v",
+	"4R7Z8buDjpddr+1hZlSKTEIisIoEWaC3d3vb5sefs4IcMGV9MOw6XuqTW3iolCjADGB3oddt7c6SNckP",
+	"p3gA5ZSpMVHUO/ocCiJlshsZ+jLsXuBbva6M6q39+3+/qLvIqe66YO1g5PLDsv66rb0a/bVNb06WSL+C",
+	"Zrgh7Q1pfzXSvphp6h4T7BMBV8d7fPsjF/SLsf3kKfBsTJDAt2hsGqDGRDZddDsmDAmitMDA9V8TfkN8",
+	"aGjegihDCh5lI4IahyfHrYmP/v6/unvNPhqQIRcEUeUiOEouktHERROCmYsmVP8Hf3aRVL6LQKhCmPlI",
+	"UwXy+ISgoeAT0zsPgihEihIh0S1V48w7BY+YT3zEI3WLhY8UR1RJ3X2kyAEKifD06AMioXcYNgqoVBJ5",
+	"/IaI7GQ4C6ZaBJHemEywXqQJZXQSTZx+J6EEyhQZEWGsDORTRKQ69isW1PyMqI8axBtz4psV1aP3AkqY",
+	"QlL/hzOC+BBhhSZcKtTt7SNvjAX2FBGyqUeke6KC+LEImRkh/vyasJEaO/1ub9/VI04+J2OWSlA2skNW",
+	"Yno4VMZEkB/zKfE486Vew1tMVbyBQj9C2WjJQBYt1cx1QizwhChLiy+NDH6Wnua5BYx/0kujV8znSiI1",
+	"xgp5WIgpYnrZGlaYhxZYCHqDA6R5BCybFqmdTxER05RLpgwkO/r/IcjQ6Tt/aKcusbb5Vbbf0CCg5q4w",
+	"boY/ken8eA+R+VHvNhfob8AQ9SCsPuH0nb+lLBtGFmI1Tgdmb4BFazy/ndbvYZhv5ZBgLKgR8FsiPCyJ",
+	"f4AsizUEGbFrxm8Z4gzdCqqITFdvDWM8uiFMla8ZQ0T/uGjNBpwGRGyNuSofEnSw6og+hwGm7A33Sdmg",
+	"5C0R5pDySUgD4iOpsCITGCmTimBfE6WIGKNshKhCDfkpaLp6DsCeNAc6+vPJ68Pjt+jw7eHr//jLEQoD",
+	"zFADMxxMv1RTJzEjy9EmYfpYfXTkJ61L2x6ci7LT/YoGiojjl/OzOvqMPb3OB8Bt4BhRiRhXqLeDxuQz",
+	"mmBNm/DV2B72sgFS31m8tvEQjktumRd8MsFbkmheoImP+vIAEeyN9QJrzoMDzkgfYTTBwZCLiWbsjBTH",
+	"BpxchpwG6VcN6l9eUvb8j+/evXS/fPmChlR3qD82q+eiH6k1n+SElfVjZJ/a3dRZGehSVg0cfq0x9hOw",
+	"MhTf1d0aaB6AQjzSN6S+bzWxE+ajEb0hEpFJqKbICrbphavPlbnJq8ale8wNyXJnuIuSC6JbepfqsZ7S",
+	"LyXjfY3FCA4kZqjb6XQ04XoBnoTEXzQQcNmWj2a3U2M4anzESi72Y+YFkaQ3BGSkAzhC9qKUCgtVwTkJ",
+	"8xcyqZoXkB7WqX7NsoFVDAOGuI6BvCeSR6LqLmSLOLo1/pSM7ppMV+TkpwQLbzw/gjeWY5ibjwuk3+Ai",
+	"ffltUSYJk1TRG2LkvTIKkqbjJW/nQv1QMv9Xx0evX+q3bpm/GjAMNx5ErCW6KKsf6atYECPa2sVFY6xF",
+	"HjJpHqBY0GHkVsuUIDDnF3YrVT8r5sSFuhxMl0zqjF8TVnaFHCKlfwJxVlO9vuUk8QRRVdRG70/zxy8T",
+	"E3WFuKV/isksNkUVKQ3MUmshtNhKYBbmUeYav6JivvHPiPpueraQVn8EwlbUyy/AAp2zZAaxbnnPlakU",
+	"QpOBr00MvddIZ2CrCTmTxpJ6qAUpRT35A/atIpcYIhj8icMwoCYopP2rNGpzsrh6nsp4Df799N1bFGIh",
+	"CSJC6GOPyOeQeHpiGMGvfPAr8ZQzyw6QM/JuCHajRcTxMw6oD2M40n07M3dx+5cwqncsmNr2xg5QvCtu",
+	"dLdoSEngx+pvY6fT6XS6Ro7FyExvSyvFaMD9aaq7wicrPebmp7crY3D485Zd1y2jIZcN2zZvp6r0LNVr",
+	"6u+HNBsSP1T2prhl2/Y9m9U9n8kDc+uotfz04K1z6i/MwfguVoCR20dahZdU6nPur3YwPdDrdnrbnY6W",
+	"O4mUIAc7sYIukW/7bTkrLkE8IHu25tfjZ3OWwK6jeMKX0e2YS/1q4wrUYxjiQK59wWIj9go0E1oloQbF",
+	"QO+rUo19aG6lDkEB0Yq0aSfXtxZgcaixDPWmYXqroH0wP6x55PXP/goTiDtdcIaNLSaxYEg6AvuGkfFc",
+	"JMf6clZjKhFn6zzrML6XJKA3RExXo+D7+WmwZ2d+SwZjzq8d1351zHzyGUyYWCmtBkO0WKlbZ++s0+t3",
+	"uv1OLxeiAJOobLvb2tvd2e51dVsQFeLRjZUKTxVWery9Tmd5OLC0jdNXOq6jBGZxzKyjBB2N4IfZRe0j",
+	"O78VC0+ufTkl0p1TTNZIGzVpYoUpLp8aHIY18qRXXAyo7xN2r7usY+6yROT8Dx4hn4MENsY3BIVETCg4",
+	"sPStExIx5GJizqqhbD2R9Ca8x+O1SSiZaOUdqfkNqJJPJJIeDwnyubHuWZ8MvFjwSBGQReGjvUczPqbt",
+	"5vp255gprUEGZsz32CFwQmZ3KOP82R72MChh/j55OtzDua2I34wkEXruwBZWWO78yEtJehCNDowLBQYH",
+	"Zgjj7bLWhnik61vPt/xFuoD58bzkjBwgxkGNWOcb1SsesfuJip2d/OZZYnsSe2yeoFtsCHSo35E/TG/T",
+	"r2vvWjza6l1L1eFrMo39rFoNNuoZ42qs9X4Pbr8nMrEZrW9Fi9kCK8iUxeSShbJl7j31pcvCY6VcJtvm",
+	"cRbmfnrat7I+Wup7/DV6LKVk7h33W5zlskC29RpFgjjRYoV1iaMhF64L9Ft/LWzzUgLRv613wo9FDEnf",
+	"q018+ebrVmvc9FPFBR6RHyJ/RNT9JI2nBbuG7RINoE9EPo9xJNWcdQP7PugGODjJxEGBGaIYZepZz7h1",
+	"PZtXXsw7yjKjSP3U1cMp9VmnFtyP5r1pp2n72H5aTqU+VniAwb5i/JmnR29P370/PDm+/OX98dnR5enZ",
+	"u5PL0+O/HOVjlA6QINiXrtZjiLIhQmm804gjzlrorXUx2ziUWFzSEsGtoEqRNbJNcL6sfKdUhtXunHV2",
+	"S5RUYyQ0mmfdcEM/ibDXNMVNVBzBoHbqQTt9Z3v886fO5M/P8En3y778qXd7tCPO9qYf9um7TnjYky93",
+	"hn/cG//7/vXrTn1JKbciC64x45tKjRePbbSAca1VMU17XMiPYKJynRPh4GG/l+DcLdpYbefGR6A4R4Hu",
+	"u7XKfpvhLNQeYw+E1RYJ8jgb0lEkiI8COqEqDQzr7qE39IfmWtfrDWZT+628n2n6WV7feI8VsQMnnz1C",
+	"fOL3TdwdwkNFBOoimVc6zjhHE8ymMTuSKyyxfttr/bIFduysji7S0VGZ8nPUABUS3EI4/T3diuKiQ+zh",
+	"VhJ8uHjNkzDFmfuQ3frAcKQgqvWeXoRON79Vh5EaQwINPIg8QSCfBgcS3RJBQEkMBb+hPinoias9WXs3",
+	"dbeV2/iWm120SmPqYhVIkBt+bQKs1nc4ssudeiLv6Vd9pAWb85Ded9lQQ7MeqbCiUlFPIsL8kFOmEIYY",
+	"Qln0oVLr0l7bWt9gGsQJNqvLkUXefUoEmD2itOMVljUznIVcJRHWPMxM8JSWwryxZihmTE0XYQSxK0hg",
+	"lkaopVGYik4Ij5R9oNe0ZkKCKBsRCdTyKSIRPDIlPhpGQYCGXGQEw+O3fzw6Pbv86cPRh6PLXw6Pz2xn",
+	"298G15JRGHKhiP+G+BTf727eLexvplc00d0iLV2vtMX5YS2yOeobWib+JIysPXDrbBoSZIxXENFXnAtq",
+	"QGA3WJ49EkIMhYQgg3UeHZsiv4ISGsnq/U+UUOi3vgJqm5ceE/3beif8WJp30vdqE18u6epWaxR0i5E0",
+	"95IG8lb+u4ze3IrhZz46R0xBTBZ8ocn3D2I0cNEfhBiNBgMXidGgIdyRO2jCjTIaYPPRxc2Wc5HVqjOD",
+	"RkcregbmIofqxQHZ8B8jwGfixDV7hVifJLapYf0JV3fnjm5+7vTRx1ardTG7aq5z29Ik0hVI9ybz2ELy",
+	"TfqfrbCyySOlZzf+ff2LcD9z8z9zLbRu/njr8Vg8Ldf/6ouxnLfFLdfG35IxmuBGz0ZFrGT2KyAsFD13",
+	"73nEfGsJy0i9VgGM7WKSKAnJWQeIabGLSiN+hYJ4VMauaPzZRt/vubnUMf2IIVUTzzlvcTQxoHdLLInQ",
+	"qogZMW9PdJ3D0UiQEVZkxbVK0oTza8RiSVMq34g+Q3Ibyzrqllsmq9dgaGEXHJ9HJpi1YvIGpWFuimYE",
+	"i+ZEOctEtuIgqBFvmoTFvsdsRCDcNP/SGLPMdXD6GucCgkwKD+fuRxhC5om5pVO3GDW0ZL91S+hoDJLf",
+	"DRF4RJouAgIQOEANk8L5//+/SJp0xaZrogb0wWrY7zKx9JKOGAYq9MmQMuI3wcpLmSeI1kIa2OS0EPFE",
+	"pt9iT3AJTlWFhZJNhHV3emz4Vv+ZmpF7HRf53JNtrbBoMWBi7B6xNXxCMHOAxg3ZO64NWHIdGU0cV08b",
+	"opzN/OBnMxv41oynxHLuQkpJjSyQhMwoU3s7zqrH7VdO2aXW2YYCT2KuYPNo7MGwDw04D/RkZzDPyxEO",
+	"l+aT4M9/xKFxI6gx95e1P4W9NEAzgBAYsxSbCXtfliJrZdSgt4SC3gLNEeNCK/x9oDLIWu52Okkq8dDk",
+	"td1kbr4HboT6klt758PZC6ckauD48O0h+qJVKJNtIkMSBMRH5DP2lMl3maOkDBDhnUMVmcg6KQuwzcem",
+	"dRdS8CeUxZ+Tt2Ah8BR41zybkvpwTuy9necUQZxNsGgUJuUgAxJTvG3f8zjtIHsksW9OYwIIc0M1j17u",
+	"nooT/eB1pYw3scU9yN9mjY7wT6/U7ZYqIHObWeKRW9Vmecw8LgTxFMKVT67uzUtGXbZyL3gQEAg1e8lX",
+	"uK1ecnXMwkjBPVW8oBcLvYXsm7JLrmSkFzDWDODVijttuku3JobIkhN9o4ZjzvRCKRLo22BSyvcTySOT",
+	"+9+zx29h7n92ivCru0CGeJH6E+f44uk7tL/X6aIPZy+MjDOh+r40d28+BWkxXlSIlSJC9/l/np/7dzuz",
+	"rfNz//zct/+cmX/6uX/Oz1u67d7sL/+jjJe9zA61uEad0gfy5uBl+zmv4pRYgJ9ItNPpGofy0X776NkT",
+	"Y8PKpgnJObir6mNd2L0FBynNnFmF/2Q3e9FhSamiqNuUcCLq17tGUoC0uxJZIrkJ5vrPo8sUqXQiY489",
+	"oGoI4oE1UlBVfhvfW/Nwa4Vz5ZMi8sFZeazj/DTuAqxcFLDRzChaeZxiLdcaoGIgtQLcsf5VEuUiEkiC",
+	"7mZ63mnW2QR/zhJGZ56Ylt2+6rWe/8UcEPPy+WdenCCVZUSPuRXOCxMWfGeJjfH96znZZpX2MXbyUhSY",
+	"7MGELNBYTEh00HQ/M8ReoN8CFWVIwq5PbpHNCrg5daw48mziQjWnMCd6hRsXnvoA6HNz2qGZudEFyxKm",
+	"HiYVQUJX3SiksmSvh8cfFfOsVrgpDtHL96+2pJoGpCzzqTj1qCx2GtLaKRshwW8l4gzhIIDOTHTAAjqN",
+	"k2MWb+4JHpHXlF1b5com0NR/JkmyqalGxHmFJdpCfluMwgxTyIwsfWH1ThWjmFe8200nT2QuBtRatoAf",
+	"UwVZ+sy60Yu3SH5b696I1Xde5R1UlyPWYFi6q+oFPclbdOov5zubcCAJwkoJOogg5E4QTcX8lvgt9I6h",
+	"k8OzFz/qZlM0IUIfE0bQYIrAoIjNwhsgMhmHLpRXAbib34tU2mz84WNn6xneGh5uvbq42579Nfd5b/ZX",
+	"MRrgfzs/b7T+9fy82SyVNC9NpEv1KtzNSXeL5SUeWszVVW5Ci5pX1TBliLFI5TrAul0n0DzMdhBDwS5W",
+	"OOaZ5xyNVEhRaYNLgyl4V9Uys77ztRsWiiO29StoXFLRIV0KW9rBdWRIPDqkkDyHI8X19FcYV1bFXPLY",
+	"rPI8ZQIcF5hBsjhvJWpMqaGi+gzb63sZhS5m3WnT+jJ8LWtOzOMWJtDoNiWi95w9LMu3c6g0sXZgU2gs",
+	"T9ealTc29+lSSliP1LswGlK3KScern6wCzwP5Ke4MHETXdTQYwc/cwc1gC83MzbAzB4lppQ5qkixOYvL",
+	"axEL99Gf6A9IEkFxQL8Q30UyGYEkTPXRCZdqJMjpT6+fSPSr5GyAJpFUNsYDINQYR+fnUafT6SAiPRwS",
+	"FzGOIhZiTdVIRkLwEVbE/opk5I31C87PI3+/03GR4WASDUjAb1GXdLe7nac9RBma4BGjKvKJDUaJgRb3",
+	"tve3kXURyaZVk4yPXwtXFnXwCcQ06hVADbD0WxeONfQv5XgqC3I4bwSOzda93e2djhZxnz7T/1smziVM",
+	"eYl5zCCs1vcdveRJum09EY6rd8JqHCXX00uuUkVq3uNV8HBB+6S72hgp6TTduubCC/Oun8u9eIdooOUS",
+	"WKUDZA+JkVW6oGh38qr0kncmy7O0ZXyk4/GVeGF/GWOFcAYOyKJNYAUR7hnX1F5zpVGuuoTLGxo3+EUW",
+	"kWEF9c9kHtdXJuAdh158IxUpcYC96zP+VpNgsK4+Pc58Wue2NBAMcet3sHz3tLo9tlUNoiyz0hIzS+Zm",
+	"EAXKpER47sUYs1G51fiXGD4IGlqcX9McNWzyc4LcuvTqfYi6Y0wnsdKTMcik2+km1FcgnHh95ua7zNqS",
+	"paQyOcXm2aMzMgkDrDWjxoD7UxfZaA8XhXgacOy7hi01kYwGUlEVKYLu7uC72cxFd3fJfWM+mnSfFkzX",
+	"fJM4JTPfGRwT+wWwuLs7mOFsNq9i6YHNT8KCafRt6Jidx4GFk5QEAD6NFVxGkwkW01gES3ErDtAfj85s",
+	"21ilntv7TLhMleI190zFUMlnJXC8xKgRD1pmZaR0D1MvdeqGPXl3euZU9J91Otp2Jx/0f/94dFZ6huwW",
+	"lxizPynVB/VX3ySuFku0SKdVOMDh4Coz+qaLwmgQUDk2IhhGvgUh4lHgly6p4iH1ql5roMdjvHgto217",
+	"fgZZGL4h9oebHNqb+akgauc9RPneLdxvt40DLCalQy0ocymGix6tPphEXZZ48OZ4RwVJ4IHkgT5UY6XC",
+	"hmyiD+9fV3jNS2WH7OvTLTNBlfEOIUGYTwTEUjHiItIatdC5kxzjc2ehn375SzNggfrN507VrrWqd+3c",
+	"QY0cPh9AhLBRs2RsZd7FSi74IntrFhTQSGRUOXvGOm4FULmmfKwwXBtxGpjp2WgXYx74EIxFboiYWvB3",
+	"C9aqYvAmZK81iRodE8xhwOhNa4iAnRCiJKKqWR62VSKopwIth/oDxiAVk6xZX8e1fzyP//KSP/RXz/V/",
+	"/uX5YpNMDZG6mmrmQSXvTSgTPIWAE4RRUlUh6b2ZP/HxGW/lqzMsJqkM5mOypIv81/MS16qxkDlk9fkL",
+	"JUOp3zVJLJckb4oIn7V3KruIxX5K9jGzqtVbWmEpe6C2kA1lehzdYfEb7qlJFAX9hGfmxOZ7WuIqop/K",
+	"pOQl2+VvVL/vQvWDpPnyYiY/vjl8sXX642Fvdw8QifgQ/XkLAjI1+y5NtM/EI2333I2m+QiaZrJnlQcw",
+	"BvO71wl8mJydw1ScCyLTEpX+CdFY+dUqTKIJooQGwHidXRrUMITSXO70TmAc503X8INEE+wTJDkaYrG8",
+	"u/vGSWVQIWs4vkgcKzF/CoGWhxiKkti5PZExZlwNYs7iTFZqQElAc/qGH8/OTpDBnGzVipWqy6pkMpiY",
+	"zkICSSbg3DeFh7LAmloAh+mXUlwWAPOuIlKPIMKU7iqrnacMx4250NJgETjh9pzkiT03kJQIk9nm9iHe",
+	"7/yxztLM0rNdKxqlIsDk+wsaybO1x4kdycGO/o6W9TGXs8rp/FuS3KutGd+1jlgjmGF9AQBlvduKXYe2",
+	"+NVqgUe2qNZzWzoLcYaOnrroaN+EZz87QFdhgNkVolBtBSKOoFyXeb8WdeNqXg1bzstFP3x49ero/amL",
+	"Xr17/+bwLEUoKBC3WO7kP/3p9aFupq/+z8SLILbEUOmKVKNHPU+GJ/bbIpZa/mRDq7LDG8pPS7fuRH4K",
+	"zjRL0Ff6p3LtAuo3Lg14oES85crWZs2Oz5Y/EyYU1nwyXdp5F1bvopqMTn96vao4vNo2fvNLVrY4rygJ",
+	"TJzuQtdKdWjagvSv4pFMQmH7FnsgxGqMGj5XihiTLSOAMQW/ysRCnsQ4tzqt+O9zp4n+8X/938hG7cah",
+	"sNlRd8umm8epfmDCVmVo8mqZWvcA5l5rGtYrQQoBnoXKVoKQLRhDGsLpZgJqCoFApV60HwkO1HjFBZ/X",
+	"E/h1hXEA0CdXvCIgqEJl0ImeQNz4NbgQJGoYB0ICXYSZ75pYonB0OeGMKi5ceP6Xw9dNqHErAYzOPLeL",
+	"pAHghuyTGBhzAUhlpw/eT5OqnDwokSDDSBKbWL7beWqwkahCg6khCsqkwvkokO5eybU0mCoiS+OR5in4",
+	"FgdQjd5Y8ebvdhjbqeLhD6t0ChN6b+ZT65kCVZsZzL292HNu+CV4ogWGaais7GSYwl+pE2MBZGYmzthG",
+	"FV/c9XZmpUHEc8DzD0Fp7SxnQpmxZRDqy0ZWwp0qsOrXyoH+nVNG/FPIpV/xEBdS1aFgZR+kOcFv0cck",
+	"LsJFN10X3fRc1Gq1LjRXRYPIuyYqrlDGI0UE0t015+taFPcgiCYF5SUbZ5689K+NLC2cn7ea/wbS+Pl5",
+	"y8RzlJJHeqX25q/UMg0v+WNldIklL1uoFcYjcZP1KNvaigpxr5N6cFoypyyMFHBLhvDWF9TZeoYu0RZq",
+	"ob5JvKdsFGOKBUQvNOIC+XREC3EFabHlYuz0wjxZPUzIa1vtLAZYVcjrcXzns2zR0a1nZeJ7YF67oJPu",
+	"fq4X+LgYJUQPzPRcuiW5oPlVE5pMkmGcqHaQT86gCjUgmaO5PC/mO109i19RVUi9jzAD4BJxgwM0IOqW",
+	"EIY8ziSoKTckRosIOEsq3JprXCKMRjh0S4FMImahTFBD3eIMNoqWFhIslIBoAZIqxCPVbKHDgYnEZlx3",
+	"bLO0Lb7Fm3hJzN4sWsFO5n9LlFGTH/+Wq0OT3nOf9OpDZIA3QT2wp95EYemZJWVj4D4qY84FKX13hQRC",
+	"M3xT5NDmJ60lgdAW0Z3P7YPvbWSLpFqI09t+8u70+M+IhNwb5/hb9+ne9tO9/b1dsxMLwUXm5/vWplis",
+	"BCGQFllZi8q0sx6VKVN+Za2CyEqJg99SOv09kgfLMCoyS3FPF6jxfi5Pic7lNS+Oop0vvVI/czn7bI38",
+	"5bIKJg9M952rI/K7TPotYh88gr8h+4pTE2u86vYVMsfIZEB8n/jgrQZkUjetjK8/PpEGbYgyRMv0hEcN",
+	"+Fj/kV9UaCZbPyVe3cfgEll/aI5HVOIvlRzxNeY4Pl4WY/1EwoKBrtRZkhzOch84nqRFTDQ3saXEgElZ",
+	"Q5f5xkBwh1hr01rPuiah0vpwXHQBINLzMbGRoHXCEE4wLQlwSDV0NJE2zeHCGM5MMC6VFlJSj9rmFUwI",
+	"Zu0JZe0J/mzVeKga/hA9OPH39ZYoxYkNv3qlU9DypDYJFqNIf5PUj0FYooAqInAgE5OfDZZHAQe8+ShE",
+	"g6nFdLNYbuh2jBW6koRJLnBIkaYXGpArFAqqux9aVHS726bczRQsyVgqzav0n/JT0ELHymjX0gzz9KfX",
+	"ujczSomnoHSPqTdGggdBFCJwI2gZHCrowKBvx9MWemGGYEyUPFIIJ1ZTVzfX4ryW2ZHAtwgKBXBWLMpz",
+	"JT8FV9DlFRYjeYV8XhoOP1fH4oHwIs/WI5CWlOZYq2D6Xm/iinMVBEBxy9IJ9Xa/PDw7/OHw9Ojy/dHJ",
+	"6+MXh5cf3r/uGwRD++QTaSi5hQ7jrxJ0aN+WRgjwaKQJxXCICb4m0oLyW6N0xAwBNgzRDLUgM8DetaZI",
+	"KG8oqL5Mmi4aRNDzLRda5dMiDxH5c73C5GNOnNqG7Ay2OmVkpX/E08sAj6wTtnCyqT7ViX4GgVIQ7mMc",
+	"MuZM6B70IcASjhEFt5ZNKbazbJXaxeNHLwOZhyB3Ou3tTqfT3dkvG3MUltnmyzFxo9ApTrLw3jKqK7K+",
+	"eYcM7O1yUl9gY3+v773V4dfGXGgVUEy0jI2RIAHkrGQrYv6WYFjeEwk0sQ5o3/y6kM8qAZXNQ7zmV/1I",
+	"MwYJJnpjb5LW0WXN6EPBJ0kkxZgHABptUFPtSc/+QJiPGlwgxm+bByiW8NGQBoGE+zIgGBqa3mXaPZy9",
+	"XFYPvKQc30D3l0/dYwZsseDhhNfq3uPXAZuD1Dk0ICCAuOAzsAtg31x0PjRCzHws++mEnqOhHkMDKiU1",
+	"XRRQRrBAz42JMOSaahvGuPX8HFADzh3X1FWy/1xiQfDzc4cySX1y7jRd9IUIrnumQcBwo9PMYQ/bCeo2",
+	"ed3JvLrUf6p7uoS3lQs14OjN2jCNGBYvVjJbfX3bGeouDxBODZDQfavErphRZ7tl3DEkgvKS9Eiz1ogP",
+	"h5IohAOqF56duYj96CL2EjUY6m6Zd7ioiyZ4qreSG77cdNEv+vp608r77sBhc/GvH89e/njx11/++qbM",
+	"Q1OR+lJEx05GXg4oGhcCfXQT07fH+Opof6VMMFNK9IFWmaTA5+/SGmOqvz6KFSZrH/ga1P21qXYlgo2j",
+	"w0qZ6oBHzE/1QldruGGAPaLvSPBw+qYaUCr+sqm98Zcp23WCPUvCOu7K3nWPvi/maOuiRJo8JSEWWJG1",
+	"+P2hkXH82ztaX9cxb4bFTewfemHv4+NP/kgyCBKUHxtm2yrmpmaUxtoGhoUhdQv9/4v5BS0F61mDjz8H",
+	"0Z+TtgLuDeekrR/5rTElpaUVMvemLDg400oPblKqoQkWiNRIJA3igfGW9mMUfi0imlCuiCkaQHMGiE56",
+	"WE2TnS+VwHQ0ViC3gEAny7y1DSPWNFvonanBnx0wHTEtDdpgBEsbduoLpK7TGEJ6KekXUHu7ZbGO98pJ",
+	"mODP97WXWRCy+4Wc3PNJqSdS5KWdxOyk2UEWphM86NEEhVhKa5aAyrRSIfNO1Dg+Ojrqo7//f8dsSBlV",
+	"U9davACxxBYr9LAQ0+a9qrfYiHrmkXvNuMzQm1CNPISCkyveslbXW1ihwzirK5hNPWipdJRHTIGroG77",
+	"NwZwovzKSIp21Bn/vA1CKMeUUFkswxQH/yATY6/TqbAvxpjtC9cldbVkNmMlAFYCqbv6NrQXIPGz7Gv+",
+	"ajxAd7P0AAnMRjEfZRzO2AK5+T7FlBapf7Uh7JICOssq5yaln0DvFVItD7WfED/3WFKhZ5V3JcV+Vnko",
+	"wPcZn+XqKz5kGXrtsVk2vtpbwt7uSi8JdzurtX+6Wv9S+au1NzdQ7fbqFq/Qvozf14XtSDjFXNkI4DNu",
+	"FqIjK9b5ZAkPjBnyqkp3ghrDRYxFFTsPMqWVY0+k9Xw9kTUiunbqhnMlSDdsUbxQfo1X4GDUL9fsNL/F",
+	"Eo3oDWHLcZNojRj1zN7ViDZL9y5jLq4sylainr60dfRxECASkBsCFXpVUWpfKqcfoEzJtGZOl423yLBg",
+	"y+kWlUyzNdX0gTVsxDAHc+QfUFEtp21VyGOZhKZCscQHFCBbSRL7SsXVVpKvqmqIlWEqleFQxdUaMvjM",
+	"ByimeiOA3GQAT7FtUwvzoCb+VfrmAnZJtzY0VdkBXK1GWrWQmq5v1TGPZGHxV06vupyTV8v84aX+vMvK",
+	"22PO1APQ0HGVr1Vk6QoU6rsZBDpgAEWMIyrS8AP7nAtBFlgamFuAq5FWTZ8XII0l7xKvQP85lOe6R6Zu",
+	"Nnap6OvmbE7x8uRGX0oqX9Ei+9vxN5zGoHancTzPPZPQ5acAvAYlMHnZOJinzRZKEEsgfEgQFQkwickE",
+	"AhZ0NOJD+p9NMRxg73pIIUhKEqGMBxV8FdiYPeK3PZGZWrQPynZmXJEVq1bECdJrCpoqDQ8qT6qukSJt",
+	"5lNGBWfFQlWZ+PndzmJLbwl0RJq5XYJhNRdspQrkgH2JtGBjzVQyxEy6cSQWamieeLQfG7HSLqA2qG5l",
+	"XJJoSJXpJtHwmwfFirYuOnfeZ8Zi8Enrb3dB+VuxZOI/lbOWkgG/Jl8rJ6COZQjGk9ZSejjXlR7Pg+wO",
+	"owAKnxLsJ7CONRGSYjZr+nRTJXQxw11LWZTMTFJHhJ1L2dQu7l9YJTNef0MapeBc8akpYfoAYneAOAum",
+	"wO3HWI6hsgEIi8vBBO9JePGgKje0ZjXNqrphJiAttnjoDq1PAgRWG+AL38vHLx5WvUaV0/99IWAZtv44",
+	"sRBnnL/GYkTWEajcXaUOojX7WFB+zo3baz2pjFrAzsWojpUK++12t/e01Wl1Wt3+fme/08Yhbd/0Wp0E",
+	"5H0BdkIhk2COiXxg+AZTOCVrgUzQS+nCPz3zz/YaIsBPiYATH6WD1cf7J8in0KKFj3ik1rQHTEZhyIUi",
+	"/hviU7wWAlslTzYzADTRI0D6sTVNThJxDzNBUpy7/tnP1/Quw/u95yVdMBIutwVaQeUlluMBx8KvBRlq",
+	"HyrmrNZ9Lg5AXA5NOqk6BmC8fVulrcOvWgsoh5BZF7AxG0WWOpfOJMBSveYjypZUilxXXXL9vsrlmUQj",
+	"OebqgyhitGiGKvvt9u3t7fl5ayTwDVZYnJ+3PD5pmw/tBFdkuzc7P/83/zmFGv0eZ6UDMZrPK8tna6xU",
+	"tsTe/bI8M57r4rHKdf6inuwQLqixGWIpb7nwLyNI/7tcWXksMKnq/kptnSsXstb9aY281k7Ur3odSSIq",
+	"TWe3ZCCpIstFxIyxLOkwe9IzVB2zhnJWlGc0JTwudwQyJzkdbGapimy1QNNZblNIHM2Tcin1zVXoNkwi",
+	"KcKdVR4Kd03VDbZqorp+BsD4ZEmORkyQ1dUYn/YQgGMdZKowYjTwxDSEWsXjOIfTWBTn1Kv9ZRd3hhbi",
+	"TU9GVR7gnplRqf53K6gCC6huaDH/LHpMXDiKxdWiJs0yt/DjXPrr9PGV3etF88V97/n79hPf+ys/n8gB",
+	"ibweU0IWUWR3x10iKGRfXGpAXSY41BYIMm/a3nXryQe1R1m8Uwtm4TUWki3mf69SRjZ/28zhHRwfvj00",
+	"1mF9uFv5vdzbqVMqIXPr5Lv/wOiniCDsCS4lxBJY64c8gGwcAPGBBDEw+D9RRCrKRk9QQx98D9uqtVlk",
+	"vcOtv+CtL52tZ5dbF3ddt7vbKUfYy9x2RbSbGrDGmiGtKc9Ed/X7zTMBVe5xbCu66/cE8iVWu2QrUGDm",
+	"7reL5BJLQSXudZXP33zxxRkHGA9IUqpkMEWYISN3toxbqlredfp3VaKrczGD8f+MA+rDlbEW+KYaYJML",
+	"GVkGbbgqYiseLzp6BKBJiAOQJ3WwYisOrB2oZoYXZRmn3+IxTKMvHucs/ny/8LnHQcyq5yJ5T4YgSniP",
+	"hrulZQmQU6ialmLdLpcek8iV0vgXk9SCU5gUI/m7BkbT1jFP8YpGsIhSoUSbzReKLuSYdOb3uTaRXTwA",
+	"gyiJkDj6HAoCKNjlOvXqWnehhqjAt07mfeVVQ5lJiX6AVm7iLT6sDyIgj6OWOLiAlAtklyWhglZsNVuY",
+	"mJ1n+eLHBa3SeSzz4sbsYFUVOH6uBk5b3HRNUtrPCcL871VSS1j4494Q68fnijn40qCAbxHIq5LdFUg2",
+	"jRBzTZRO8lhr4pvaXSR5vjTMLAn8QlgQwIyKoNKC4BNbZ+GqcXdnirRmS7TOZuhf0bP2bhP9H2i7d4W4",
+	"QFcTglnj7g7wwVrXt+PZzEXnTvfluaP/PYr0BNtvsC+of+40r1oIGAHUPRZG0NV/UxUPw4Qo3Y55QNCY",
+	"6ltseoDOnXOnMmaOJqj4BY211ynd+5XU5WlYct++4kGgT3rJfvUzI4SgZQo5DlqwB5iMbFLoKnfOEoqe",
+	"leUMSOJFgqrpqZ6UoUdwcP8Ixc7L7XBJ5kUcrHBLmUyjwwqAcBADph819dPja6nv/HnrMFLjLeNPT5lI",
+	"SP9EpklsAXhDgSnpLqDrtAdV/ugMkqeGvAxymUkutqActLTuV4MXzNCHAfW5kpbR/3h2dtKGnM7Dk2PU",
+	"kITEmQkxXFoouCTnzONMCewpiMQEmCsPIhChTFCcO4cpk8qCrOEggfyCADtBZMiZJNJaLs+ZzUkAnUZG",
+	"VBEXSQ7kb7Q/X9BhBj5HqzOtc3bOttAJVmNzYGVIgsBYdWGwAVZannwiEb9lyAuowWwjBkZu0oci8dJF",
+	"cFFTzqR7zlBScTFBm4uxgQCOB0AuZYDlGDWu5v33V9BF9gescFsmqSbtKzf+NVvb/c78MWtfNU2couQG",
+	"whkjSdkoILrXOHBGZMJiS4aQ72tuKeK9ghnrbmHVoNnkwMIbmncmMFEyLrySfV0kiZDtu2sync1NGqqH",
+	"y/Yd/Du7ssPAKv/yeIWpQFeRCK5i6zYMSPcIJm0XMS70ACCPvdvas6K84MAUG5nVTBIB2nfUn7UNK79K",
+	"SoXoLk3xMNjftIMxlF35ctVsoaMbc4718QgkRxiyh6XedgBnMsujB0jZCKYNR4mLJKwesn8EpgEgOxlC",
+	"YRwJ4lNB9JHRNGteE58CyJ2mRKKrP2/ZoJStY/8KNYg35nGSB1A9kLCmYIU4I6avVYDAk/nsdHbjtlel",
+	"aORXB3AWWJKFZtYkeXwneTyHfH1lYrMhpAawjDRL8MbEuya+xYPS/eq11wuIYImBjUr6RTfRD46Ikmin",
+	"u20wOM12wFS1ICuRwtckI54OaaD0mGxjUzTJsB1DvuaYo8bVq+Oj1y+fA1lYkoVvLi9fv3v3pw8n9hcz",
+	"MfMVIGXwoYGVdBGN/2UuJE9oFucimvwJxwmwInUfLqLZD4T58deZP6VBzRop/X/iokDp/xPXxBsf6AX+",
+	"lyvdrwXTunp+hRjECstmC71jwRTmCu4tKICjGaGeMIEw5pTgD5KdhAtFd5lcV4Z9GoAGv3UO1wtVELeU",
+	"QGhq5UbvEtwp3VbHluJj+qe+s93qtLaNGXoMF2p6Kj0eBMTwVHskQbLlRidJxnfsO3349kXSHvqLh1ip",
+	"GKVN2jYj7yzxRM8ujFxOpPqBG2hIyAaxOQohYB3qV7V/lTyPKvgxF15dwJS3UdS9bms3m0Xl7OEe2fG7",
+	"g473bJgN4IKBGBlqBRdcvA7lNqmcyqFERIxCY+5V3Xmv011xwrlcp16nmx/1MmQCyLKCcc0n15uegSJ9",
+	"DqlFRjKCgWa5XtWLbPO2bXnsmzftdCozn5O1aBfNu/Bcd/lzHxiOFCCxEt88tL38oaR4GjzRrfFEHABp",
+	"HtitM658YBs82KvxJiNBvKRSk6uZUu9ZrQG+wWxqlx7k/906656v4ARPbdda9Tg00DzzdPkzp6a02Q9Q",
+	"PszI+HEul/MLVBbTYi5SFn42sWSgwRRR3wW7BOAsqjFlo1Zs+YnTHqRzofvMyG2xVCfbmRzhdjVjK0De",
+	"rcTVbGnGN/pUPoCh5dKZnb5NHy4gRMVm1kzO6sdqrnYxq8sfDtNXx9nWtThYZ7UZJnhUC1GnErPPx4+G",
+	"r+9ZjMXe9kV+SjVhXPIQXctswLk6XssaZ+py1mwaV4KdXZTw4lOQ7LdCTEU5AhgXpsirbgBy568w2gNk",
+	"NUAvRrHOJKLpZlc2iw9KxUpSwuLx7daPBtV6KY/Ht3HLmfvot0OC/foD9hPa/E3eEN82q88x7aNn6B//",
+	"+f8AKcZcC0p+JqzbUOoNEYZ3m/gnpPiIaBUty8ET/X0BExcWOHgBB4+bfDPs2yA9AD6C4WLPdp/p/6VY",
+	"sE73RydBKzBtejsWTVZ90auctUI66+f6RTzmx2X5C3h+nukXuX6vtXvhfswvUK978Vu/C95Dnj9D+lvC",
+	"AEdaL2AMb7Vh+BuG/xUZ/j4wfANXbS07luWCTyTjfjTFOYBULbZ2PXZftI+aIKHV7Av6Sev+unAXGDFM",
+	"SxNI8081Y9w542hCfRtekUEKEZxPnH43j89RbubY6ehWqbvLGD5yzLGqJPpCHyVXGV9S6qBZ/x2RLkGF",
+	"kSM3udI2D55taiEpnfFCk0mM6+Bz5WqVNbH/J6A8G2vKxpryFa0p1kuueIYrQ0K39VENpnHB6AFXY+NN",
+	"N9EwCEvECPGJ3+yju58P31++Pvzh6HUfmUBx9FeIx/or+uhzJS9mNUwxRbZ+F0uxs3ZwoyerJzHHpEdE",
+	"vc5E/TyEvxgrcModVgewnZXlyaclPNZ5wL/OQe3sLH8i9ht9d6LKGSBkAyy6cUWaLCJN5OA8t5TcMBDL",
+	"1i1oiLdZSs/uQ8QQd2nzJAzMyi21j0/qrak6QrGYY56oEnfytH3MbG1lFPBbIizCf2NiFqcs5CGGe6un",
+	"dKbpitVvjsKw1psNwNzq7y3rKzRx12lnCe5K112C7jtXF15fcLYqNtRuAS9rgCehifWpev2lpF+qxrCs",
+	"xIyRQR+mqUOQoGGBJrwPnJ+Z0D3zOVXVsxJrAX0uFVW7vW23nq9uVt90kYmBL+HPh0lQpDkjB+gKZgfK",
+	"MA5u8VSiKz3RK9SAH7QOg6GaeWx2tcFPQ0FMAs/vQ4L7zV8Mc6GE8yU0/tn8v47eupihf4Nu+Jnb69X2",
+	"VhvNc+0e9HVzq3tYHzM5LHXV0YsK+dOmSPsACi2SSDSjhJJAmlJ1v1fH/sqMbKO7fiO6q0HDBYoOqFT6",
+	"Eo+DA3BqWYk1WLlQhV2unhZiEjORoHd4NJq170C4nbXvCPNni0TttA7OQ+UwU8NgjsPUKjziVDIL28BF",
+	"12RqUjSpkkm+9PfhGdgIRo8jGMXmTKAQ67VliCbqGMQ69tHd4R//GBuCZlZwNtHQ0QR1XBN9K22d0Xw5",
+	"I91Ct9S0bXAEQ2yjz/PFjNajgcdsAtIbi9rZVVzNCLQBZZB7w4Cg+PtERQuxGqcaGh6NnKJEkj2gcXqE",
+	"9fwmNZPy9QBMHQCja5VlBS+d2wlW41PQuGs2PtIUebGI6y03JGxMCBsTwsaEsDEhbEwIX8eEkL3AFhoE",
+	"NqaAjSlgYwrYmAJ+36YA6q+s6ZtG8/q9TwJikvvzzNZ8n7DZAvOpRWIvLHPaXOL/3Ev8JWxleUkZSCCe",
+	"030fQyl9ZDWv1+q0bVL8IsXu0IuxMB4m+RfwJo2UHyvOvlaA6+ei2CFVXHZ2Ut9f0MX3JucmVR7GtgIE",
+	"GhCt3gD/bSjOA4kiSRBV+gtIIkbYtMxZcWIqzPDjssz76tD+tNE3EdwvM0aeCf7sXKRR/iY43YiHNq6/",
+	"kw/bT0sJOn+7psobE+bkUlT/lo11XEGbnS+X+RiRmmUTzevyJiKzk4Uwy0CkOb1Ob2+r293qdc962/2d",
+	"nX630+r2tnd29/5iAJv7zoIaCxb+xklXzrKY9AvAtHpwOYc8+JAtRbxcFdjOlCDOqgeFWo7LFqSXX5DK",
+	"TI90QbJEk0KR5L6stTCpkFSdKq3vI7PPO52dDP5haaHa/MRhOn+bxMXRIX/ZHpN7qVCFIvJfOUHjHSOI",
+	"MCWKdcnTbL35ouS/2ayNdQirLwHz8h0LppvcjXXmbjyF3I30GtWKVCHRmrLERgDk2ELHSqKdTtdgTxg0",
+	"0i3OgunSZI4sg60UPbU+ZzTb1S91Y7J1a7U7pV9qtT3lQv0wrdWSYOGN67R8Bcgn9cT9uO0xq9+6doRR",
+	"prntv8x9kKkekHLiIjbsvKfiBZ9M8Ja0eXU+0rThxlmftoRjWlZsjGWV+0I/eHkZg7WUjSLrJSvrIVsU",
+	"4fKS+g/vI63EtqCbxeuRKdRcOfXk2tWjvrwEd2H1KyvcNHXMSAA1udF5ytnkLrBJsDRZ1nQQoxe5SMKx",
+	"d5Hkwji9QwwIgJrQRcQ0Az396XWWOVoeaCwFpYqNkQNfxuCn91ZOKsXiPyVf5OEdLz0ecKEXaTjUEmwK",
+	"L/jRGfMJWSGH2IzeoqTWN9TXIda4JuUm8+l7FTy24UQZMk+zjxpXmjyvkPVMgz3BRIIMSIBwjAHdLD9M",
+	"pXJGLml0sQk3c9weaMLdmGLXZYpNSCMpmp1KpikKYVr0u4zFLs6Bce5/Z242e41hZmZJK6/Je8TZA7zq",
+	"BUDbeeMSJ7n++uFXbFqup7QKwGXAzbOXQ/rZlFEOsHL6O53WjusEbOT0t7ZbT2dupqUV6yaYRTgwS7XC",
+	"jRvji9c28tUn9Y079/dwN+9YQAehKA5ssZYDdJXS9RWaEDEiCCsl6CBS4GlNP5j8SUEm/IZIA3dadaqj",
+	"suCVSH0FwfcRxdjNodocquKheqWPhDlKcLqgDuATiUSkJRkQbq6AZq9QTF73EXJN3fU6xjXAK99Y2L62",
+	"he1eFpq0bv1G4FyfF9ucg7gugGwhOKPmAyras83XDxdFl1p74gIDD775TLGLrS4aUjG5xYKseuXBSNZs",
+	"vsn06W9uv9/N7fcitvOYe8oGjTSkx0OCrsyXV01T6SVXJECr+G9+OjtDiofWPaXGVCYVFfQpRcZU4Ke1",
+	"wOZVyeT41ro+72idiL/ied3YjP7ZZPae3PBrEkP/qxIev2aOvvz6B/KAWP3FlJeGV9SQ3RIT2EZ8+x7E",
+	"t1w1t81ZfwQJLlfgLg3HjU/JY0ptSWW5NYhshbAsKJTl/P2/XzgrZK7lahOuS2zLd7uR3H6HklsarMCy",
+	"URsLPXbNquNY9y7MQJrVlcdy53Ejkn0zbryEfrRIT5Us8dnlGXY95DrnIRfyZpfX5TLYS0D/47V9hJu4",
+	"PmBWfc/fOq7vYkVdE0AzCCKS1rt0/v7fr1a/xtfsysvT/eb+/h3c3yc5L96CQ7nQE/f9C7mb07E5HWv3",
+	"ylWKtLaM6kJTzhG02VhwSmwyD4pBrwARUvknY0gmxsUEB3pPBR2NiOYgJdhL9zL7wAZvwqprpZI+kcic",
+	"GdQY6jNpSk1j39ptc4qkaZgLni4C9NySwZjza1udGCo/h4LeYKjTynk4wN414gIFlF1vBdzDgcnmRo1u",
+	"B7LfOu19F8WpcPrDOevuPWv1dnfgc3fPRUOv0+n3209d9I///C/XYBFocoPqtcENFOXhEP0CuEAIEiO7",
+	"iLNzdmUrVbfetmCAEQuIlOjq9Ojt6bv3hyfHl78c/fDju3d/ujx8/frdL5cn749/Pjw7eg6gQi10yGyp",
+	"a1Oa+VZQReQ5a0iiLtMMs8knpZqxOg5rFpfT5swUwcgXj1NjwaPR2FZKNot8zmClFEdUuYVpgBJ3FXdx",
+	"hdroCpw0V6iBYZGbLXRKiCnob7prTWyN2jJDGhyXhwgYdlGBiQ7gaefu3FHnTh/d3YG2aSr5Y/tVkrQ5",
+	"m81yyXSQqqnGUIjr5N3pWVqz3dJVLmdS9ttt/aVs2bG0PD5pG+8rKCF6Cc/4W8No9OBCPA041r13dNd6",
+	"0Zy+k0d1j723bRxgMUlHoHcVek12Eeg/Era62HanEy8vaCHnUaezTZwkEXW/k8spjl/TyuUWu0Un8tjU",
+	"sa0nnsFGrtkAmelzE/X/3RsTmWEvltfHLB7qj5s65WjMA1+iK0k8QdSVCzzsxzeHL9A1mSI+BN4TM3lJ",
+	"RwwIV7pIjjWHAxcxZ3kXcHJtlElqtuD9ciNjyqU2tsVvxbYYk1NsWfRJQG8M0F4jtPXxOCM2X1XwMCyk",
+	"kGQkiiqrY8W+1xUDN3u+xkwB2C43zQjxIiH0/oOUXyUprgYOoh+sY0R8sNBSyB5Y7ZJds3kwQ6kb68fv",
+	"zjbYzygGQ0r0/QtR/m6sbARUKsNDBQkD7BEf3Y55QFroEHljrT75mS5AHxJEP3sDVKL1IqIsrLI+qVqt",
+	"MOp31ZmtsEne79A9kvC6OVebc7W6VRH0KzdzXLTsYhXYUlNjHem1nQo+NUyPL5PGX8cGWWWXi2SpYc4K",
+	"bnDMlZiaP+0Eie+4zhDToNxaV/EyJTCTRmUue2FqAHRjq+BaLYF2vaebKLA1mxBj21ZK/XnY5T74pUMi",
+	"4ouMDxHB3hilBJERJgOs9JNYKTIJ1bqlydzpzQKKLDmx77JNNz6D7yHqM7tlGy9A9RHWawNCYeoKyFF7",
+	"9gjmTsxS+JRsN+vwXGNvksHQO3zx5gi94CJs1TeNZke0ZgvpfNcbQ+lvwFCa3dYVgi2LB2XBvXN3TaY1",
+	"DJ9zh2lj//x27J95KtFijIWpSiD6vDHxXRBwJmQyIEKOaShtjr7fXMxjq2yii0lixStyQxVrtJBmF3bJ",
+	"/bmSIPmeSB6Jesgq67p9C8iqkTBSPfIiqfiEiHtev2u2nc6T8sbU87sOryw5ahXmzN+OmLo5J5tz8iiB",
+	"lgvFWcGXps2+55tk2e/EbKK3amMuqRs0CYSNGlBHxUXEp4oLF91QcktE001qIWfPEhyX8jOUqIJVEr9+",
+	"nXPfXd1I+GuU8PWClu3qwyT6HE3UwZLaoEhtUKR+o6zVAkE14mJHmPk5+BrZdBEjN1CKl1CBTKziCjBS",
+	"CyzXawOB8rEcDzgWBvCegy9TEOzX1wU2KFAbJWDtVu2kgJgmBBdZHKhhFARXqGGt203EBbrSxHp1YIKG",
+	"4IAhCiVJruDRq4URv+WgTythPG3Qnb45dCcco4dhNkXXlPnNA1AgIctHEo8zH2m2PEWUSYWZR5Agw0gS",
+	"iajh4l7AzSdpsMU8zhjx5pyN9waIqsB8iqT+caE49UE32UhT89JU3gh89Bl7Cun1ZHhCqkqnxL+vVqTF",
+	"9E22JpgGCPu+ILKyOAvRjdZfkEVTwUZOWyliAA5O9vDCYVsqZ+nHHiJmGQLoO9jH/zOT/eW4Dvgo3loT",
+	"rI/hTEt5ywW8nAtBPLU15kJCEnxMqdBTfdlMD3/N9llYkU3cwPcK3d7Nl1XRu6kvSnlLhES9TsdF2ERg",
+	"hwFWQy4myOckn14bn5ySu6tmqEByqjYy0zcDv6T3pJw/Vtn6yndxJRay2cC12Pqq9241OVH3U8dz/9Bb",
+	"cf7ui0cuFR4OVyghpkeyZkf993LBbWwO67kRe6XFTDgLptaowFSc7mSSmA7QVSyqQa1dozz6FQewwqf/",
+	"NQXLh0iP700m1+Z0bU7XY7n1Y/K8AtvLFVB2uZd/meTZvmxjKemIXc5nTjzgJizVD82LimkX9zzPH+eC",
+	"cwQH+A3jsIVhpGeWKjKRyw7vIYxvYmVla3bAQuDp5ixvzvK9QtkiY1QBnZHmY4rtWcbgdga0IHNXgg1V",
+	"f6efFGTFw2yij7/CYTYveqTDXHF486Cg9onFZ9p6g3On96N9NE1F5INfibc59ZtTvx6fN74m6bHnkUJ8",
+	"WDj6Dc70QdeyMONKswb4CxE9hOWmo5qVLTY1Lf6JRf/zLhAL7U79Kr+HH5dnXLmGvnnyvhX446eX197/",
+	"rup0fL8xMkvrblRwgpVw/TeI/r9xRP/MBhc4f54vyU9BPwaIS1BktApkcDD1PKBoGASDyClTY6Kol4zz",
+	"iTR4NWhMpeJiahLlBti7HtIgaLoQL0CwH9eOSpDsM5iXGAl8m8O4L/ULfw4DTMthJuSnVXAlamPacEbe",
+	"DStvyyJyduUtETc8jVfvNF5jZ3YBImZ+S84y63SAuLBACnYBnstPgbtwqyggLKTQm86ftyyBbx37VVRq",
+	"m7dty2PfCL+/OYn1O68AcbAiLeDyM5uc1sOT49bER3//X92nzXVVl1ilYMSmVMRGFdyUiqj2eWyKRGzO",
+	"xSZ3cWmRCI8zyQNSbQ2xDZylEqEin1V7rCZB7hAZyG/vX3zuaSET6QYGBdz8oD+jALPR83OHsHMn9xvB",
+	"fvbzhCiMvDEWkqjn506khlv7+ScUVYH5k0jCJBc4pMjOwLRoZ5r84z//a6HaXipf2t6eSBTiEVmXvKi3",
+	"mHiRoGrq9D9eFHXcWzKIX5yVPHaaLpJE3BAfDQWfgDwzoAyL6QFEF8triYYAfWmClKmSJBiChiQJ8yEE",
+	"GXzPlKE/bx1GarwF0cK5ZNeYGooUcxdiNZ4to5tXtDbteFLmSacvOFfoDg05U1tDPKHBtI/kVCoy2Yqo",
+	"iyRmcksSQYcHaLbYgrMydS6jDdvjr/gGGwrJ90snmseg6CTgyuzNebpyN4T5XLSjMOCqDU1aRE5av8pz",
+	"5+BeNDmkAVmn5rJTtj1GicypeUsH95YjGXnjtQ5wwVE5hBfFGnPm0FQS9BIdP99hcgJxGLZ+lS6SahqQ",
+	"lieli3J7+o///K/mASKTUE1NFfGYVYB6rs9Nqp3bT3lhYKExUR/CMcGBGn+pPH3x7/fS4zMSkIXE7DtQ",
+	"ZkKrPngEPwymSne529vp7e93Oq5zi4MXPGIqnQJUAjlVPPzBtO3Yr+R7E8Pi9Duz2gLUjzChMho7DOjN",
+	"1+LDoeAekfqyLSDBFZnkhChBPVm5P/Hv9ThjcvRSBvMHdPYfJ0coueUujbnrkrIRkYr4l4orHCAwjRJx",
+	"zpY13Omds9UYz4ngE6LGJJJID1Jr1lxawGYuJlh9hT3JjMGuKGpYad9M3dTsD7AizAMozpDzAHR+fWZh",
+	"JVC8Es2FO8pDwnBIW/EhKd1W2+jBx46yIYdN0MKK3oV49xzXuSFCmh3otjpaoIxf2ne2W53WNtgt1RhK",
+	"x+SOV17bT15R9OMm3c3RQNpx8amCkzhdBnhL/Ny817j8OnsXEnZ4cox87kUTwtRXOdxUJu+DsPR/P333",
+	"diFBCIL9aTUHtj+vjQFDf/UVzvem+fwCww/rExbup80sYLE+VniAZVx7xRxgMNTBzBCVaEJHAqsCJktu",
+	"e/LvuHNAqv0RZqDfOXPtVz+BpVx/o8ehJelSMeBqgq+JZvpXqJFWxTp8+fK9G6Mfov5+Z7/TPEBhpNCU",
+	"RwKKW9mMLRSHo6R1mvrtdlzQqwuPgsHPzqb4fnP5uVCDjDKi5Y2Y3ZnVyRBvKxUtMmsy71bNuM5QQxGG",
+	"mWomisKABJyNJFI8051tXdIX5DuhxlHXRUe9ZrxjVBRd94nmstNs5TPjykaYe7iPRoJHodSymHmdfkuM",
+	"K1jRcx6op3wNDGaJSdGM12OMZR+VophkOjcYF1X+ar0c2y462nHR0e4BSsa3mx2fLa9V0kniytTztT26",
+	"4O3hImOYbhztZft2U3O0fUOq7s+/4zCb9mxL3Rkaa87DC2TVzu3sG2xe6nz3N93Wnrli7Q0bA8sbKh7l",
+	"Rqkv4pI+ThVWVCq414+eNvXoJLBG1DjaN6PEo5EgI4s1efQsOzTMcDDVD5f0/CLGupcoU3pOZmjX4t/3",
+	"48pO0jX5uWE0CKgcQ32nTIm77ALtu4U6c9lRWeDu2cXsfwcAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
