@@ -221,6 +221,17 @@ func TestSignalExplain(t *testing.T) {
 	if string(got) != "[[[1700006400000,3600],[1700002800000,2800]]]" {
 		t.Fatalf("coverage after the last value: %s", got)
 	}
+	// a variable named twice gets its series twice; an unknown id is a 400 naming it
+	got = signalPost(t, c, resamplePath, map[string]any{"variables": []string{v.VariableID, v.VariableID},
+		"aggregation": "coverage", "period": "1H", "start": 1_700_003_600_000, "end": 1_700_020_000_000})
+	if string(got) != "[[[1700006400000,3600],[1700002800000,2800]],[[1700006400000,3600],[1700002800000,2800]]]" {
+		t.Fatalf("twice: %s", got)
+	}
+	r = c.Post(resamplePath, map[string]any{"variables": []string{v.VariableID, "ffffffffffffffffffffffff"},
+		"aggregation": "twa", "period": "1H", "start": 1_700_003_600_000})
+	if r.Status != 400 || !strings.Contains(string(r.Body), `"variables":["Variable 'ffffffffffffffffffffffff' was not found."]`) {
+		t.Fatalf("unknown id: %d %s", r.Status, r.Body)
+	}
 }
 
 // TestSignalHugeValues: where value × duration or a counter's difference passes the
