@@ -326,36 +326,37 @@ buckets AS (
 
 // intervalBuckets measures every bucket the signal's intervals reach: each interval
 // split at the bucket edges it crosses (generate_series over the bucket keys from its
-// start's to its end's), each piece's length and area in ms. The edges, in epoch ms,
-// are computed once per bucket of the range (edges: a zone's local midnights cost a
-// subquery each) and found by a hash join on the key.
+// start's to its end's), each piece's length and area in ms. nT/nH keys are their own
+// edges; a local midnight (nD, W, M) costs a subquery, so those edges are computed
+// once per bucket of the range (edges) and joined on the key.
 func intervalBuckets(r ResampleRequest, agg *signalAggregation, m sums) sq.Sqlizer {
 	g := gridFor(r.Period, r.Zone, nil)
 	from := gridAt(r.Period, r.Zone, nil, "i.l").key
 	to := gridAt(r.Period, r.Zone, nil, "(i.r - interval '1 microsecond')").key
-	edge := func(key string) sq.Sqlizer {
-		if r.Period.Unit == Minute || r.Period.Unit == Hour {
-			return sq.Expr(epochMillis(key))
-		}
-		return sq.ConcatExpr("round(date_part('epoch', ", localMidnight(key, r.Zone), ") * 1000)::bigint")
-	}
-	return sq.ConcatExpr(`,
+	var edges any = ""
+	var lo, hi sq.Sqlizer = sq.Expr(epochMillis("k.key")), sq.ConcatExpr("round(date_part('epoch', k.key + ", g.step, ") * 1000)::bigint")
+	join := ""
+	if r.Period.Unit != Minute && r.Period.Unit != Hour {
+		edges = sq.ConcatExpr(`,
 edges AS MATERIALIZED (
-  SELECT k.key, `, edge("k.key"), ` AS lo, `, edge("n.next"), ` AS hi
+  SELECT k.key, round(date_part('epoch', `, localMidnight("k.key", r.Zone), `) * 1000)::bigint AS lo,
+         round(date_part('epoch', `, localMidnight("n.next", r.Zone), `) * 1000)::bigint AS hi
   FROM (SELECT `, spanBound(r, true), ` AS lo_ts, `, spanBound(r, false), ` AS hi_ts) span
   CROSS JOIN LATERAL generate_series(`, gridAt(r.Period, r.Zone, nil, "span.lo_ts").key, `, `,
-		gridAt(r.Period, r.Zone, nil, "span.hi_ts").key, `, `, g.step, `) AS k(key)
+			gridAt(r.Period, r.Zone, nil, "span.hi_ts").key, `, `, g.step, `) AS k(key)
   CROSS JOIN LATERAL (SELECT k.key + `, g.step, ` AS next) n
-),
+)`)
+		lo, hi, join = sq.Expr("e.lo"), sq.Expr("e.hi"), "\n      JOIN edges e ON e.key = k.key"
+	}
+	return sq.ConcatExpr(edges, `,
 buckets AS (
   SELECT vars.ord, b.key, `+m.expand(agg.expr)+` AS value
   FROM (
     SELECT q.variable_id, q.key, sum(q.b - q.a) AS cov, `+m.expand("SUM(q.area)")+` AS area
     FROM (SELECT q.*, `+area(r.Signal, "q.a", "q.b", m)+` AS area FROM (
-      SELECT i.variable_id, e.key, i.t, i.v, i.t1, i.v1, greatest(i.lm, e.lo) AS a, least(i.rm, e.hi) AS b
+      SELECT i.variable_id, k.key, i.t, i.v, i.t1, i.v1, greatest(i.lm, `, lo, `) AS a, least(i.rm, `, hi, `) AS b
       FROM iv i
-      CROSS JOIN LATERAL generate_series(`, from, `, `, to, `, `, g.step, `) AS k(key)
-      JOIN edges e ON e.key = k.key
+      CROSS JOIN LATERAL generate_series(`, from, `, `, to, `, `, g.step, `) AS k(key)`+join+`
     ) q
     WHERE q.b > q.a) q
     GROUP BY 1, 2

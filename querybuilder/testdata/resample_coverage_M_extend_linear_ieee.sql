@@ -59,7 +59,8 @@ iv AS (
 edges AS MATERIALIZED (
   SELECT k.key, round(date_part('epoch', least(k.key AT TIME ZONE ?, (
     SELECT e FROM (SELECT (k.key - interval '1 day') AT TIME ZONE ? + interval '24 hours' AS e) x
-    WHERE e AT TIME ZONE ? = k.key))) * 1000)::bigint AS lo, round(date_part('epoch', least(n.next AT TIME ZONE ?, (
+    WHERE e AT TIME ZONE ? = k.key))) * 1000)::bigint AS lo,
+         round(date_part('epoch', least(n.next AT TIME ZONE ?, (
     SELECT e FROM (SELECT (n.next - interval '1 day') AT TIME ZONE ? + interval '24 hours' AS e) x
     WHERE e AT TIME ZONE ? = n.next))) * 1000)::bigint AS hi
   FROM (SELECT ?::timestamptz AS lo_ts, now() AS hi_ts) span
@@ -71,7 +72,7 @@ buckets AS (
   FROM (
     SELECT q.variable_id, q.key, sum(q.b - q.a) AS cov, ieee_join(sum(q.area) FILTER (WHERE abs(q.area) < 1e290), sum(ieee_down(q.area)) FILTER (WHERE NOT abs(q.area) < 1e290)) AS area
     FROM (SELECT q.*, ieee_of(q.v::text::numeric * (q.b - q.a)) AS area FROM (
-      SELECT i.variable_id, e.key, i.t, i.v, i.t1, i.v1, greatest(i.lm, e.lo) AS a, least(i.rm, e.hi) AS b
+      SELECT i.variable_id, k.key, i.t, i.v, i.t1, i.v1, greatest(i.lm, e.lo) AS a, least(i.rm, e.hi) AS b
       FROM iv i
       CROSS JOIN LATERAL generate_series(date_trunc('month', i.l AT TIME ZONE ?), date_trunc('month', (i.r - interval '1 microsecond') AT TIME ZONE ?), interval '1 month') AS k(key)
       JOIN edges e ON e.key = k.key

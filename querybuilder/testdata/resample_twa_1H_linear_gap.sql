@@ -61,21 +61,14 @@ iv AS (
   WHERE s.r > s.l
     AND (round(date_part('epoch', s.ts1) * 1000)::bigint - round(date_part('epoch', s.ts) * 1000)::bigint)::float8 <= ?::float8
 ),
-edges AS MATERIALIZED (
-  SELECT k.key, round(date_part('epoch', k.key) * 1000)::bigint AS lo, round(date_part('epoch', n.next) * 1000)::bigint AS hi
-  FROM (SELECT ?::timestamptz AS lo_ts, ?::timestamptz AS hi_ts) span
-  CROSS JOIN LATERAL generate_series(time_bucket(make_interval(hours => ?), span.lo_ts, (SELECT at FROM origin)), time_bucket(make_interval(hours => ?), span.hi_ts, (SELECT at FROM origin)), make_interval(hours => ?)) AS k(key)
-  CROSS JOIN LATERAL (SELECT k.key + make_interval(hours => ?) AS next) n
-),
 buckets AS (
   SELECT vars.ord, b.key, ieee_finite(area / nullif(cov, 0)) AS value
   FROM (
     SELECT q.variable_id, q.key, sum(q.b - q.a) AS cov, sum(q.area) AS area
     FROM (SELECT q.*, ((q.v + (q.v1 - q.v) * (q.a - q.t) / (q.t1 - q.t)::float8) + (q.v + (q.v1 - q.v) * (q.b - q.t) / (q.t1 - q.t)::float8)) / 2 * (q.b - q.a) AS area FROM (
-      SELECT i.variable_id, e.key, i.t, i.v, i.t1, i.v1, greatest(i.lm, e.lo) AS a, least(i.rm, e.hi) AS b
+      SELECT i.variable_id, k.key, i.t, i.v, i.t1, i.v1, greatest(i.lm, round(date_part('epoch', k.key) * 1000)::bigint) AS a, least(i.rm, round(date_part('epoch', k.key + make_interval(hours => ?)) * 1000)::bigint) AS b
       FROM iv i
       CROSS JOIN LATERAL generate_series(time_bucket(make_interval(hours => ?), i.l, (SELECT at FROM origin)), time_bucket(make_interval(hours => ?), (i.r - interval '1 microsecond'), (SELECT at FROM origin)), make_interval(hours => ?)) AS k(key)
-      JOIN edges e ON e.key = k.key
     ) q
     WHERE q.b > q.a) q
     GROUP BY 1, 2
