@@ -43,7 +43,10 @@ type aggregation struct {
 	answer func(r *StatisticsRow) (value any, at *time.Time)
 
 	resample *resampleAggregation // E8/E9 (Resample, Aggregation); nil: not offered
-	v16      *v16Statistic        // the v1.6 statistics route; nil: not offered
+	// signal: a time-aware aggregation (signal.go), in E7, E8 and E9 alike; E7
+	// computes it by it (column name_value of tw) and does not ask it by default
+	signal *signalAggregation
+	v16    *v16Statistic // the v1.6 statistics route; nil: not offered
 }
 
 // resampleAggregation is an aggregation as E8 and E9 compile it: an aggregate over
@@ -109,6 +112,10 @@ var aggregations = []aggregation{
 	{name: AggP25, fraction: "0.25", answer: func(r *StatisticsRow) (any, *time.Time) { return r.P25Value, nil }},
 	{name: AggP50, fraction: "0.5", answer: func(r *StatisticsRow) (any, *time.Time) { return r.P50Value, nil }},
 	{name: AggP75, fraction: "0.75", answer: func(r *StatisticsRow) (any, *time.Time) { return r.P75Value, nil }},
+	{name: AggTWA, signal: sigTWA, answer: func(r *StatisticsRow) (any, *time.Time) { return r.TWAValue, nil }},
+	{name: AggIntegral, signal: sigIntegral, answer: func(r *StatisticsRow) (any, *time.Time) { return r.IntegralValue, nil }},
+	{name: AggCoverage, signal: sigCoverage, answer: func(r *StatisticsRow) (any, *time.Time) { return r.CoverageValue, nil }},
+	{name: AggIncrease, signal: sigIncrease, answer: func(r *StatisticsRow) (any, *time.Time) { return r.IncreaseValue, nil }},
 }
 
 // SumSQL is the sum of the float8 expression x over a group as IEEE arithmetic gives
@@ -175,18 +182,24 @@ func withIEEE(compile func(s sums) (Query, error)) (Query, error) {
 	return q, nil
 }
 
-// Aggregations lists every aggregation in canonical order (the default of a request).
+// Aggregations lists E7's default aggregations in canonical order (every one but the
+// time-aware ones, API.md §20).
 var Aggregations = func() []string {
-	names := make([]string, len(aggregations))
-	for i, a := range aggregations {
-		names[i] = a.name
+	var names []string
+	for _, a := range aggregations {
+		if a.signal == nil {
+			names = append(names, a.name)
+		}
 	}
 	return names
 }()
 
 // ResampleAggregations are E8/E9's aggregations, in the order its errors list them.
 var ResampleAggregations = listed(func(a aggregation) (string, int) {
-	if a.resample == nil {
+	switch {
+	case a.signal != nil:
+		return a.name, a.signal.listed
+	case a.resample == nil:
 		return "", 0
 	}
 	return a.name, a.resample.listed
@@ -240,7 +253,10 @@ func resampleAggregationNamed(name string) (*resampleAggregation, bool) {
 }
 
 // IsResampleAggregation tells whether name is an E8/E9 aggregation.
-func IsResampleAggregation(name string) bool { _, ok := resampleAggregationNamed(name); return ok }
+func IsResampleAggregation(name string) bool {
+	_, ok := resampleAggregationNamed(name)
+	return ok || IsSignalAggregation(name)
+}
 
 // v16StatisticNamed is an aggregate of the v1.6 statistics route, by the route's name.
 func v16StatisticNamed(name string) (*v16Statistic, bool) {
@@ -295,4 +311,8 @@ type StatisticsRow struct {
 	P25Value          *float64   `bun:"p25_value"`
 	P50Value          *float64   `bun:"p50_value"`
 	P75Value          *float64   `bun:"p75_value"`
+	TWAValue          *float64   `bun:"twa_value"`
+	IntegralValue     *float64   `bun:"integral_value"`
+	CoverageValue     *float64   `bun:"coverage_value"`
+	IncreaseValue     *float64   `bun:"increase_value"`
 }

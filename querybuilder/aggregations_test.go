@@ -14,7 +14,7 @@ func TestAggregationLists(t *testing.T) {
 		got, want []string
 	}{
 		{"E7", Aggregations, []string{"first", "last", "min", "max", "count", "sum", "mean", "std", "p25", "p50", "p75"}},
-		{"E8/E9", ResampleAggregations, []string{"mean", "min", "max", "count", "sum"}},
+		{"E8/E9", ResampleAggregations, []string{"mean", "min", "max", "count", "sum", "twa", "integral", "coverage", "increase"}},
 		{"v1.6", VariableStatistics, []string{"mean", "variance", "min", "max", "sum", "count"}},
 	} {
 		if !reflect.DeepEqual(tc.got, tc.want) {
@@ -28,7 +28,7 @@ func TestAggregationLists(t *testing.T) {
 func TestAggregationsComputeOneWay(t *testing.T) {
 	for _, a := range aggregations {
 		ways := 0
-		for _, set := range []bool{a.summary != nil, a.spread != "", a.fraction != ""} {
+		for _, set := range []bool{a.summary != nil, a.spread != "", a.fraction != "", a.signal != nil} {
 			if set {
 				ways++
 			}

@@ -44,6 +44,8 @@ type ResampleRequest struct {
 	Zone        string // IANA name
 	Start, End  *time.Time
 	TierBounds
+	Signal // time-aware aggregations only
+	Series // extend and fill
 }
 
 // AggregationRequest is a validated E9 request. Join aggregates all variables together.
@@ -54,6 +56,7 @@ type AggregationRequest struct {
 	Join        bool
 	Start, End  *time.Time
 	TierBounds
+	Signal // time-aware aggregations only
 }
 
 // Both statements return rows (ord, ts, value): ord is the 1-based position of the
@@ -208,7 +211,10 @@ type grid struct {
 	origin, key, step, label sq.Sqlizer
 }
 
-func gridFor(p Period, zone string, first sq.Sqlizer) grid {
+func gridFor(p Period, zone string, first sq.Sqlizer) grid { return gridAt(p, zone, first, "pts.ts") }
+
+// gridAt is gridFor with the key of the timestamptz SQL col (the compiler's own text).
+func gridAt(p Period, zone string, first sq.Sqlizer, col string) grid {
 	switch p.Unit {
 	case Minute, Hour:
 		unit := map[Unit]string{Minute: "mins", Hour: "hours"}[p.Unit]
@@ -217,7 +223,7 @@ func gridFor(p Period, zone string, first sq.Sqlizer) grid {
 			// the instant of local midnight of the day of the earliest point
 			origin: sq.Expr(`SELECT ? AS at FROM (SELECT (fp.ts AT TIME ZONE ?)::date::timestamp AS day FROM (?) fp) d`,
 				localMidnight("d.day", zone), zone, first),
-			key:   sq.Expr("time_bucket(?, pts.ts, (SELECT at FROM origin))", width),
+			key:   sq.Expr("time_bucket(?, "+col+", (SELECT at FROM origin))", width),
 			step:  width,
 			label: sq.Expr("g.key"),
 		}
@@ -225,21 +231,21 @@ func gridFor(p Period, zone string, first sq.Sqlizer) grid {
 		return grid{
 			// the local date of the earliest point; buckets are n local dates from it
 			origin: sq.Expr(`SELECT (fp.ts AT TIME ZONE ?)::date AS day FROM (?) fp`, zone, first),
-			key:    sq.Expr("((SELECT day FROM origin) + ((pts.ts AT TIME ZONE ?)::date - (SELECT day FROM origin)) / ? * ?)::timestamp", zone, p.N, p.N),
+			key:    sq.Expr("((SELECT day FROM origin) + (("+col+" AT TIME ZONE ?)::date - (SELECT day FROM origin)) / ? * ?)::timestamp", zone, p.N, p.N),
 			step:   sq.Expr("make_interval(days => ?)", p.N),
 			label:  localMidnight("g.key", zone),
 		}
 	case Week:
 		// key: local Monday 00:00; label: the Sunday that ends the week
 		return grid{
-			key:   sq.Expr("date_trunc('week', pts.ts AT TIME ZONE ?)", zone),
+			key:   sq.Expr("date_trunc('week', "+col+" AT TIME ZONE ?)", zone),
 			step:  sq.Expr("interval '7 days'"),
 			label: localMidnight("(g.key + interval '6 days')", zone),
 		}
 	}
 	// Month. key: local first of the month; label: its last day
 	return grid{
-		key:   sq.Expr("date_trunc('month', pts.ts AT TIME ZONE ?)", zone),
+		key:   sq.Expr("date_trunc('month', "+col+" AT TIME ZONE ?)", zone),
 		step:  sq.Expr("interval '1 month'"),
 		label: localMidnight("(g.key + interval '1 month' - interval '1 day')", zone),
 	}
@@ -286,6 +292,9 @@ func Resample(r ResampleRequest) (Query, error) {
 }
 
 func resample(r ResampleRequest, s sums) (Query, error) {
+	if sig := signalAggregationNamed(r.Aggregation); sig != nil {
+		return signalResample(r, sig, s)
+	}
 	agg, ok := resampleAggregationNamed(r.Aggregation)
 	if !ok {
 		return Query{}, fmt.Errorf("resample: unknown aggregation %q", r.Aggregation)
@@ -326,25 +335,7 @@ buckets AS (
     GROUP BY 1, 2
   ) b
   JOIN vars ON vars.id = b.variable_id
-),
-gapped AS (
-  SELECT ord FROM buckets GROUP BY ord HAVING min(key) + (count(*) - 1) * ? <> max(key)
-),
-gaps AS (
-  SELECT b.ord, k.key, `+agg.fill+` AS value
-  FROM (SELECT ord, key, lead(key) OVER (PARTITION BY ord ORDER BY key) AS next
-        FROM buckets WHERE ord IN (SELECT ord FROM gapped)) b
-  CROSS JOIN LATERAL generate_series(b.key + ?, b.next - ?, ?) AS k(key)
-  WHERE b.next > b.key + ?
-),
-filled AS (
-  SELECT g.ord, ? AS label, g.value
-  FROM (SELECT ord, key, value FROM buckets UNION ALL SELECT ord, key, value FROM gaps) g
-)
-`+unknownIDs+`
-UNION ALL
-SELECT ord, `+epochMillis("label")+`, value FROM filled
-ORDER BY 1, 2 DESC`, g.key, g.step, g.step, g.step, g.step, g.step, g.label))
+)`, g.key), seriesTail(agg.fill, g, r))
 	return build(stmt, notes)
 }
 
@@ -358,6 +349,9 @@ func Aggregation(r AggregationRequest) (Query, error) {
 }
 
 func aggregationOf(r AggregationRequest, s sums) (Query, error) {
+	if sig := signalAggregationNamed(r.Aggregation); sig != nil {
+		return signalAggregationOf(r, sig, s)
+	}
 	agg, ok := resampleAggregationNamed(r.Aggregation)
 	if !ok {
 		return Query{}, fmt.Errorf("aggregation: unknown aggregation %q", r.Aggregation)

@@ -19,11 +19,11 @@ func TestResampleGolden(t *testing.T) {
 		name string
 		req  ResampleRequest
 	}{
-		{"resample_15T_range.sql", ResampleRequest{7, rsIDs, "mean", Period{Minute, 15}, "America/New_York", &rsStart, &rsEnd, TierBounds{}}},
-		{"resample_5H_count_last100.sql", ResampleRequest{7, rsIDs, "count", Period{Hour, 5}, "Pacific/Chatham", nil, nil, TierBounds{}}},
-		{"resample_2D_sum_start.sql", ResampleRequest{7, rsIDs, "sum", Period{Day, 2}, "Australia/Lord_Howe", &rsStart, nil, TierBounds{}}},
-		{"resample_W_min_end.sql", ResampleRequest{7, rsIDs, "min", Period{Week, 1}, "Europe/Berlin", nil, &rsEnd, TierBounds{}}},
-		{"resample_M_max.sql", ResampleRequest{7, rsIDs, "max", Period{Month, 1}, "Asia/Kolkata", &rsStart, &rsEnd, TierBounds{}}},
+		{"resample_15T_range.sql", ResampleRequest{7, rsIDs, "mean", Period{Minute, 15}, "America/New_York", &rsStart, &rsEnd, TierBounds{}, Signal{}, Series{}}},
+		{"resample_5H_count_last100.sql", ResampleRequest{7, rsIDs, "count", Period{Hour, 5}, "Pacific/Chatham", nil, nil, TierBounds{}, Signal{}, Series{}}},
+		{"resample_2D_sum_start.sql", ResampleRequest{7, rsIDs, "sum", Period{Day, 2}, "Australia/Lord_Howe", &rsStart, nil, TierBounds{}, Signal{}, Series{}}},
+		{"resample_W_min_end.sql", ResampleRequest{7, rsIDs, "min", Period{Week, 1}, "Europe/Berlin", nil, &rsEnd, TierBounds{}, Signal{}, Series{}}},
+		{"resample_M_max.sql", ResampleRequest{7, rsIDs, "max", Period{Month, 1}, "Asia/Kolkata", &rsStart, &rsEnd, TierBounds{}, Signal{}, Series{}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -53,10 +53,10 @@ func TestAggregationGolden(t *testing.T) {
 		name string
 		req  AggregationRequest
 	}{
-		{"aggregation_mean.sql", AggregationRequest{7, rsIDs, "mean", false, &rsStart, &rsEnd, TierBounds{}}},
-		{"aggregation_mean_join.sql", AggregationRequest{7, rsIDs, "mean", true, &rsStart, &rsEnd, TierBounds{}}},
-		{"aggregation_min.sql", AggregationRequest{7, rsIDs, "min", false, nil, nil, TierBounds{}}},
-		{"aggregation_max_join.sql", AggregationRequest{7, rsIDs, "max", true, nil, &rsEnd, TierBounds{}}},
+		{"aggregation_mean.sql", AggregationRequest{7, rsIDs, "mean", false, &rsStart, &rsEnd, TierBounds{}, Signal{}}},
+		{"aggregation_mean_join.sql", AggregationRequest{7, rsIDs, "mean", true, &rsStart, &rsEnd, TierBounds{}, Signal{}}},
+		{"aggregation_min.sql", AggregationRequest{7, rsIDs, "min", false, nil, nil, TierBounds{}, Signal{}}},
+		{"aggregation_max_join.sql", AggregationRequest{7, rsIDs, "max", true, nil, &rsEnd, TierBounds{}, Signal{}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -79,7 +79,7 @@ func TestAggregationGolden(t *testing.T) {
 func TestResampleInjection(t *testing.T) {
 	evilZone := "UTC' ; DROP TABLE \"values\"; --"
 	evilID := "x'); DELETE FROM variables; --"
-	q, err := Resample(ResampleRequest{1, []string{evilID}, "sum", Period{Day, 1}, evilZone, nil, nil, TierBounds{}})
+	q, err := Resample(ResampleRequest{1, []string{evilID}, "sum", Period{Day, 1}, evilZone, nil, nil, TierBounds{}, Signal{}, Series{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestResampleInjection(t *testing.T) {
 	if q.Args[0].([]string)[0] != evilID || q.Args[2] != evilZone {
 		t.Fatalf("args %#v", q.Args)
 	}
-	a, err := Aggregation(AggregationRequest{1, []string{evilID}, "mean", true, nil, nil, TierBounds{}})
+	a, err := Aggregation(AggregationRequest{1, []string{evilID}, "mean", true, nil, nil, TierBounds{}, Signal{}})
 	if err != nil {
 		t.Fatal(err)
 	}

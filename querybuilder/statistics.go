@@ -26,6 +26,7 @@ type StatisticsRequest struct {
 	Variables    []VariableRef
 	Aggregations []string
 	TierBounds
+	Signal // time-aware aggregations only
 }
 
 // Result columns of the statistics statement, one row per requested variable in
@@ -124,8 +125,16 @@ func statistics(r StatisticsRequest, s sums) (Query, error) {
 		prefix, notes = append(prefix, pct), append(notes, note)
 	}
 	ctes, cols := summaryCTEs(aggs, c, s)
+	tw, twCols := signalStatistics(aggs, r, s)
+	if tw != nil {
+		ctes, notes = sq.ConcatExpr(ctes, tw), append(notes, signalNote(r.Signal))
+		cols = append(append([]string{"(coalesce(s.n, 0) > 0 OR coalesce(tw.cov, 0) > 0) AS " + ColHasData}, cols[1:]...), twCols...)
+	}
 	b := psql.Select().PrefixExpr(sq.ConcatExpr(append(prefix, ctes)...)).From("res v").
 		JoinClause("LEFT JOIN s ON s.variable_id = v.id")
+	if tw != nil {
+		b = b.JoinClause("LEFT JOIN tw ON tw.variable_id = v.id")
+	}
 	if slices.ContainsFunc(aggs, func(a aggregation) bool { return a.spread != "" }) {
 		b = b.JoinClause("LEFT JOIN sd ON sd.variable_id = v.id")
 	}

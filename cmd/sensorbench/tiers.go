@@ -138,7 +138,7 @@ const (
 
 // tierCases are issue 17's cases A-E on the week and the year sets.
 func tierCases(week, year *tierSet, where string) []tierCase {
-	return []tierCase{
+	return append([]tierCase{
 		{name: "A. E8 1H mean, Asia/Kathmandu, 100 var × week", set: week, target: 20,
 			path: "/api/v1.6/data/stats/resample", body: resampleBody(*week, "mean", "1H"), answer: resampleAnswer,
 			naive: `SELECT variable_id, time_bucket('1 hour', ts, 'Asia/Kathmandu') AS hour, avg(value) ` + where +
@@ -163,7 +163,56 @@ func tierCases(week, year *tierSet, where string) []tierCase {
 			naive: `SELECT variable_id, first(value, ts), last(value, ts), min(value), max(value), count(*), sum(value), avg(value),
 				stddev_samp(value), percentile_cont(array[.25, .5, .75]) WITHIN GROUP (ORDER BY value) ` + where +
 				`GROUP BY variable_id`},
+	}, signalCases(week, year, where)...)
+}
+
+// signalCases are the time-aware aggregations (API.md §20; issue 42's targets) next to
+// the same answers written by hand with lead() and lag() over the raw values: each
+// interval split at the local day (or hour) edges it crosses, or each value's
+// contribution to a counter's increase. The ranges run from the first value to the
+// last, so no value outside them shapes an edge.
+func signalCases(week, year *tierSet, where string) []tierCase {
+	// the instant a bucket key starts: local midnight of a Europe/Berlin day, or the hour
+	berlin := func(key string) string { return "((" + key + ") AT TIME ZONE 'Europe/Berlin')" }
+	hour := func(key string) string { return key }
+	twa := func(edge func(string) string, step string) string {
+		return `WITH x AS (SELECT variable_id, ts, value, lead(ts) OVER w AS ts1 ` + where +
+			`WINDOW w AS (PARTITION BY variable_id ORDER BY ts)),
+			p AS (SELECT x.variable_id, g.b, x.value, date_part('epoch', least(x.ts1, ` + edge("g.b + interval '"+step+"'") + `)
+			        - greatest(x.ts, ` + edge("g.b") + `)) AS dur
+			  FROM x CROSS JOIN LATERAL generate_series(` + keyOf("x.ts", step) + `, ` + keyOf("x.ts1 - interval '1 microsecond'", step) +
+			`, interval '` + step + `') g(b)
+			  WHERE x.ts1 IS NOT NULL)
+			SELECT variable_id, ` + edge("b") + `, sum(value * dur) / sum(dur) FROM p GROUP BY variable_id, b ORDER BY variable_id, b DESC`
 	}
+	return []tierCase{
+		{name: "F. E8 1D twa, Europe/Berlin, 1 var × year", set: year, target: 20,
+			path: "/api/v1.6/data/stats/resample", body: signalBody(*year, "twa", "1D"), answer: resampleAnswer,
+			naive: twa(berlin, "1 day")},
+		{name: "G. E8 1D increase, Europe/Berlin, 1 var × year", set: year, target: 20,
+			path: "/api/v1.6/data/stats/resample", body: signalBody(*year, "increase", "1D"), answer: resampleAnswer,
+			naive: `SELECT variable_id, ` + berlin(keyOf("ts", "1 day")) + ` AS day,
+				sum(CASE WHEN pv IS NULL THEN 0 WHEN value >= pv THEN value - pv ELSE value END)
+				FROM (SELECT variable_id, ts, value, lag(value) OVER w AS pv ` + where +
+				`WINDOW w AS (PARTITION BY variable_id ORDER BY ts)) x GROUP BY 1, 2 ORDER BY 1, 2 DESC`},
+		{name: "H. E8 1H twa, Europe/Berlin, 100 var × week", set: week, target: 10,
+			path: "/api/v1.6/data/stats/resample", body: signalBody(*week, "twa", "1H"), answer: resampleAnswer,
+			naive: twa(hour, "1 hour")},
+	}
+}
+
+// keyOf is the bucket key of a timestamptz expression: its Europe/Berlin day (a local
+// timestamp) or its hour.
+func keyOf(ts, step string) string {
+	if step == "1 day" {
+		return "date_trunc('day', (" + ts + ") AT TIME ZONE 'Europe/Berlin')"
+	}
+	return "time_bucket('1 hour', " + ts + ")"
+}
+
+func signalBody(s tierSet, agg, period string) string {
+	return fmt.Sprintf(`{"variables":%s,"aggregation":"%s","period":"%s","start":%d,"end":%d,"tz":"Europe/Berlin"}`,
+		jsonIDs(s), agg, period, s.start.UnixMilli(), s.end.UnixMilli())
 }
 
 // runTierCases checks and times each case; the naive statement's placeholders are the

@@ -23,17 +23,27 @@ import (
 
 // Defines values for AggregationRequestAggregation.
 const (
-	AggregationRequestAggregationCount AggregationRequestAggregation = "count"
-	AggregationRequestAggregationMax   AggregationRequestAggregation = "max"
-	AggregationRequestAggregationMean  AggregationRequestAggregation = "mean"
-	AggregationRequestAggregationMin   AggregationRequestAggregation = "min"
-	AggregationRequestAggregationSum   AggregationRequestAggregation = "sum"
+	AggregationRequestAggregationCount    AggregationRequestAggregation = "count"
+	AggregationRequestAggregationCoverage AggregationRequestAggregation = "coverage"
+	AggregationRequestAggregationIncrease AggregationRequestAggregation = "increase"
+	AggregationRequestAggregationIntegral AggregationRequestAggregation = "integral"
+	AggregationRequestAggregationMax      AggregationRequestAggregation = "max"
+	AggregationRequestAggregationMean     AggregationRequestAggregation = "mean"
+	AggregationRequestAggregationMin      AggregationRequestAggregation = "min"
+	AggregationRequestAggregationSum      AggregationRequestAggregation = "sum"
+	AggregationRequestAggregationTwa      AggregationRequestAggregation = "twa"
 )
 
 // Valid indicates whether the value is a known member of the AggregationRequestAggregation enum.
 func (e AggregationRequestAggregation) Valid() bool {
 	switch e {
 	case AggregationRequestAggregationCount:
+		return true
+	case AggregationRequestAggregationCoverage:
+		return true
+	case AggregationRequestAggregationIncrease:
+		return true
+	case AggregationRequestAggregationIntegral:
 		return true
 	case AggregationRequestAggregationMax:
 		return true
@@ -43,6 +53,8 @@ func (e AggregationRequestAggregation) Valid() bool {
 		return true
 	case AggregationRequestAggregationSum:
 		return true
+	case AggregationRequestAggregationTwa:
+		return true
 	default:
 		return false
 	}
@@ -50,17 +62,27 @@ func (e AggregationRequestAggregation) Valid() bool {
 
 // Defines values for AnalyticsRangeAggregation.
 const (
-	AnalyticsRangeAggregationCount AnalyticsRangeAggregation = "count"
-	AnalyticsRangeAggregationMax   AnalyticsRangeAggregation = "max"
-	AnalyticsRangeAggregationMean  AnalyticsRangeAggregation = "mean"
-	AnalyticsRangeAggregationMin   AnalyticsRangeAggregation = "min"
-	AnalyticsRangeAggregationSum   AnalyticsRangeAggregation = "sum"
+	AnalyticsRangeAggregationCount    AnalyticsRangeAggregation = "count"
+	AnalyticsRangeAggregationCoverage AnalyticsRangeAggregation = "coverage"
+	AnalyticsRangeAggregationIncrease AnalyticsRangeAggregation = "increase"
+	AnalyticsRangeAggregationIntegral AnalyticsRangeAggregation = "integral"
+	AnalyticsRangeAggregationMax      AnalyticsRangeAggregation = "max"
+	AnalyticsRangeAggregationMean     AnalyticsRangeAggregation = "mean"
+	AnalyticsRangeAggregationMin      AnalyticsRangeAggregation = "min"
+	AnalyticsRangeAggregationSum      AnalyticsRangeAggregation = "sum"
+	AnalyticsRangeAggregationTwa      AnalyticsRangeAggregation = "twa"
 )
 
 // Valid indicates whether the value is a known member of the AnalyticsRangeAggregation enum.
 func (e AnalyticsRangeAggregation) Valid() bool {
 	switch e {
 	case AnalyticsRangeAggregationCount:
+		return true
+	case AnalyticsRangeAggregationCoverage:
+		return true
+	case AnalyticsRangeAggregationIncrease:
+		return true
+	case AnalyticsRangeAggregationIntegral:
 		return true
 	case AnalyticsRangeAggregationMax:
 		return true
@@ -69,6 +91,8 @@ func (e AnalyticsRangeAggregation) Valid() bool {
 	case AnalyticsRangeAggregationMin:
 		return true
 	case AnalyticsRangeAggregationSum:
+		return true
+	case AnalyticsRangeAggregationTwa:
 		return true
 	default:
 		return false
@@ -647,17 +671,27 @@ func (e ReadyStatus) Valid() bool {
 
 // Defines values for ResampleRequestAggregation.
 const (
-	ResampleRequestAggregationCount ResampleRequestAggregation = "count"
-	ResampleRequestAggregationMax   ResampleRequestAggregation = "max"
-	ResampleRequestAggregationMean  ResampleRequestAggregation = "mean"
-	ResampleRequestAggregationMin   ResampleRequestAggregation = "min"
-	ResampleRequestAggregationSum   ResampleRequestAggregation = "sum"
+	ResampleRequestAggregationCount    ResampleRequestAggregation = "count"
+	ResampleRequestAggregationCoverage ResampleRequestAggregation = "coverage"
+	ResampleRequestAggregationIncrease ResampleRequestAggregation = "increase"
+	ResampleRequestAggregationIntegral ResampleRequestAggregation = "integral"
+	ResampleRequestAggregationMax      ResampleRequestAggregation = "max"
+	ResampleRequestAggregationMean     ResampleRequestAggregation = "mean"
+	ResampleRequestAggregationMin      ResampleRequestAggregation = "min"
+	ResampleRequestAggregationSum      ResampleRequestAggregation = "sum"
+	ResampleRequestAggregationTwa      ResampleRequestAggregation = "twa"
 )
 
 // Valid indicates whether the value is a known member of the ResampleRequestAggregation enum.
 func (e ResampleRequestAggregation) Valid() bool {
 	switch e {
 	case ResampleRequestAggregationCount:
+		return true
+	case ResampleRequestAggregationCoverage:
+		return true
+	case ResampleRequestAggregationIncrease:
+		return true
+	case ResampleRequestAggregationIntegral:
 		return true
 	case ResampleRequestAggregationMax:
 		return true
@@ -666,6 +700,32 @@ func (e ResampleRequestAggregation) Valid() bool {
 	case ResampleRequestAggregationMin:
 		return true
 	case ResampleRequestAggregationSum:
+		return true
+	case ResampleRequestAggregationTwa:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ResampleRequestFill.
+const (
+	ResampleRequestFillLinear   ResampleRequestFill = "linear"
+	ResampleRequestFillNone     ResampleRequestFill = "none"
+	ResampleRequestFillPrevious ResampleRequestFill = "previous"
+	ResampleRequestFillZero     ResampleRequestFill = "zero"
+)
+
+// Valid indicates whether the value is a known member of the ResampleRequestFill enum.
+func (e ResampleRequestFill) Valid() bool {
+	switch e {
+	case ResampleRequestFillLinear:
+		return true
+	case ResampleRequestFillNone:
+		return true
+	case ResampleRequestFillPrevious:
+		return true
+	case ResampleRequestFillZero:
 		return true
 	default:
 		return false
@@ -684,6 +744,24 @@ func (e SeparateSeriesColumns) Valid() bool {
 	case Timestamp:
 		return true
 	case ValueValue:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SignalMethod.
+const (
+	SignalMethodLinear SignalMethod = "linear"
+	SignalMethodLocf   SignalMethod = "locf"
+)
+
+// Valid indicates whether the value is a known member of the SignalMethod enum.
+func (e SignalMethod) Valid() bool {
+	switch e {
+	case SignalMethodLinear:
+		return true
+	case SignalMethodLocf:
 		return true
 	default:
 		return false
@@ -737,17 +815,21 @@ func (e StatisticsMissingMessage) Valid() bool {
 
 // Defines values for StatisticsRequestAggregations.
 const (
-	StatisticsRequestAggregationsCount StatisticsRequestAggregations = "count"
-	StatisticsRequestAggregationsFirst StatisticsRequestAggregations = "first"
-	StatisticsRequestAggregationsLast  StatisticsRequestAggregations = "last"
-	StatisticsRequestAggregationsMax   StatisticsRequestAggregations = "max"
-	StatisticsRequestAggregationsMean  StatisticsRequestAggregations = "mean"
-	StatisticsRequestAggregationsMin   StatisticsRequestAggregations = "min"
-	StatisticsRequestAggregationsP25   StatisticsRequestAggregations = "p25"
-	StatisticsRequestAggregationsP50   StatisticsRequestAggregations = "p50"
-	StatisticsRequestAggregationsP75   StatisticsRequestAggregations = "p75"
-	StatisticsRequestAggregationsStd   StatisticsRequestAggregations = "std"
-	StatisticsRequestAggregationsSum   StatisticsRequestAggregations = "sum"
+	StatisticsRequestAggregationsCount    StatisticsRequestAggregations = "count"
+	StatisticsRequestAggregationsCoverage StatisticsRequestAggregations = "coverage"
+	StatisticsRequestAggregationsFirst    StatisticsRequestAggregations = "first"
+	StatisticsRequestAggregationsIncrease StatisticsRequestAggregations = "increase"
+	StatisticsRequestAggregationsIntegral StatisticsRequestAggregations = "integral"
+	StatisticsRequestAggregationsLast     StatisticsRequestAggregations = "last"
+	StatisticsRequestAggregationsMax      StatisticsRequestAggregations = "max"
+	StatisticsRequestAggregationsMean     StatisticsRequestAggregations = "mean"
+	StatisticsRequestAggregationsMin      StatisticsRequestAggregations = "min"
+	StatisticsRequestAggregationsP25      StatisticsRequestAggregations = "p25"
+	StatisticsRequestAggregationsP50      StatisticsRequestAggregations = "p50"
+	StatisticsRequestAggregationsP75      StatisticsRequestAggregations = "p75"
+	StatisticsRequestAggregationsStd      StatisticsRequestAggregations = "std"
+	StatisticsRequestAggregationsSum      StatisticsRequestAggregations = "sum"
+	StatisticsRequestAggregationsTwa      StatisticsRequestAggregations = "twa"
 )
 
 // Valid indicates whether the value is a known member of the StatisticsRequestAggregations enum.
@@ -755,7 +837,13 @@ func (e StatisticsRequestAggregations) Valid() bool {
 	switch e {
 	case StatisticsRequestAggregationsCount:
 		return true
+	case StatisticsRequestAggregationsCoverage:
+		return true
 	case StatisticsRequestAggregationsFirst:
+		return true
+	case StatisticsRequestAggregationsIncrease:
+		return true
+	case StatisticsRequestAggregationsIntegral:
 		return true
 	case StatisticsRequestAggregationsLast:
 		return true
@@ -774,6 +862,8 @@ func (e StatisticsRequestAggregations) Valid() bool {
 	case StatisticsRequestAggregationsStd:
 		return true
 	case StatisticsRequestAggregationsSum:
+		return true
+	case StatisticsRequestAggregationsTwa:
 		return true
 	default:
 		return false
@@ -1167,6 +1257,54 @@ func (e PostCollection507JSONResponseBodyMessage) Valid() bool {
 	}
 }
 
+// Defines values for ImportCollectionParamsContentEncoding.
+const (
+	ImportCollectionParamsContentEncodingGzip     ImportCollectionParamsContentEncoding = "gzip"
+	ImportCollectionParamsContentEncodingIdentity ImportCollectionParamsContentEncoding = "identity"
+)
+
+// Valid indicates whether the value is a known member of the ImportCollectionParamsContentEncoding enum.
+func (e ImportCollectionParamsContentEncoding) Valid() bool {
+	switch e {
+	case ImportCollectionParamsContentEncodingGzip:
+		return true
+	case ImportCollectionParamsContentEncodingIdentity:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ImportCollection507JSONResponseBodyCode.
+const (
+	ImportCollection507JSONResponseBodyCodeN507001 ImportCollection507JSONResponseBodyCode = 507001
+)
+
+// Valid indicates whether the value is a known member of the ImportCollection507JSONResponseBodyCode enum.
+func (e ImportCollection507JSONResponseBodyCode) Valid() bool {
+	switch e {
+	case ImportCollection507JSONResponseBodyCodeN507001:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ImportCollection507JSONResponseBodyMessage.
+const (
+	ImportCollection507JSONResponseBodyMessageStorageBudgetExhausted ImportCollection507JSONResponseBodyMessage = "Storage budget exhausted."
+)
+
+// Valid indicates whether the value is a known member of the ImportCollection507JSONResponseBodyMessage enum.
+func (e ImportCollection507JSONResponseBodyMessage) Valid() bool {
+	switch e {
+	case ImportCollection507JSONResponseBodyMessageStorageBudgetExhausted:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for AggregationParamsExplain.
 const (
 	AggregationParamsExplainAnalyze AggregationParamsExplain = "analyze"
@@ -1371,6 +1509,54 @@ func (e PostDeviceVariableValues507JSONResponseBodyMessage) Valid() bool {
 	}
 }
 
+// Defines values for ImportDeviceVariableValuesParamsContentEncoding.
+const (
+	ImportDeviceVariableValuesParamsContentEncodingGzip     ImportDeviceVariableValuesParamsContentEncoding = "gzip"
+	ImportDeviceVariableValuesParamsContentEncodingIdentity ImportDeviceVariableValuesParamsContentEncoding = "identity"
+)
+
+// Valid indicates whether the value is a known member of the ImportDeviceVariableValuesParamsContentEncoding enum.
+func (e ImportDeviceVariableValuesParamsContentEncoding) Valid() bool {
+	switch e {
+	case ImportDeviceVariableValuesParamsContentEncodingGzip:
+		return true
+	case ImportDeviceVariableValuesParamsContentEncodingIdentity:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ImportDeviceVariableValues507JSONResponseBodyCode.
+const (
+	ImportDeviceVariableValues507JSONResponseBodyCodeN507001 ImportDeviceVariableValues507JSONResponseBodyCode = 507001
+)
+
+// Valid indicates whether the value is a known member of the ImportDeviceVariableValues507JSONResponseBodyCode enum.
+func (e ImportDeviceVariableValues507JSONResponseBodyCode) Valid() bool {
+	switch e {
+	case ImportDeviceVariableValues507JSONResponseBodyCodeN507001:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ImportDeviceVariableValues507JSONResponseBodyMessage.
+const (
+	ImportDeviceVariableValues507JSONResponseBodyMessageStorageBudgetExhausted ImportDeviceVariableValues507JSONResponseBodyMessage = "Storage budget exhausted."
+)
+
+// Valid indicates whether the value is a known member of the ImportDeviceVariableValues507JSONResponseBodyMessage enum.
+func (e ImportDeviceVariableValues507JSONResponseBodyMessage) Valid() bool {
+	switch e {
+	case ImportDeviceVariableValues507JSONResponseBodyMessageStorageBudgetExhausted:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for GetVariableValuesParamsFormat.
 const (
 	GetVariableValuesParamsFormatCsv  GetVariableValuesParamsFormat = "csv"
@@ -1431,6 +1617,54 @@ const (
 func (e PostVariableValues507JSONResponseBodyMessage) Valid() bool {
 	switch e {
 	case PostVariableValues507JSONResponseBodyMessageStorageBudgetExhausted:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ImportVariableValuesParamsContentEncoding.
+const (
+	ImportVariableValuesParamsContentEncodingGzip     ImportVariableValuesParamsContentEncoding = "gzip"
+	ImportVariableValuesParamsContentEncodingIdentity ImportVariableValuesParamsContentEncoding = "identity"
+)
+
+// Valid indicates whether the value is a known member of the ImportVariableValuesParamsContentEncoding enum.
+func (e ImportVariableValuesParamsContentEncoding) Valid() bool {
+	switch e {
+	case ImportVariableValuesParamsContentEncodingGzip:
+		return true
+	case ImportVariableValuesParamsContentEncodingIdentity:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ImportVariableValues507JSONResponseBodyCode.
+const (
+	ImportVariableValues507JSONResponseBodyCodeN507001 ImportVariableValues507JSONResponseBodyCode = 507001
+)
+
+// Valid indicates whether the value is a known member of the ImportVariableValues507JSONResponseBodyCode enum.
+func (e ImportVariableValues507JSONResponseBodyCode) Valid() bool {
+	switch e {
+	case ImportVariableValues507JSONResponseBodyCodeN507001:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ImportVariableValues507JSONResponseBodyMessage.
+const (
+	ImportVariableValues507JSONResponseBodyMessageStorageBudgetExhausted ImportVariableValues507JSONResponseBodyMessage = "Storage budget exhausted."
+)
+
+// Valid indicates whether the value is a known member of the ImportVariableValues507JSONResponseBodyMessage enum.
+func (e ImportVariableValues507JSONResponseBodyMessage) Valid() bool {
+	switch e {
+	case ImportVariableValues507JSONResponseBodyMessageStorageBudgetExhausted:
 		return true
 	default:
 		return false
@@ -1545,12 +1779,19 @@ type Aggregate struct {
 
 // AggregationRequest defines model for AggregationRequest.
 type AggregationRequest struct {
+	// Aggregation twa (time-weighted average), integral (value × seconds), coverage (seconds where the signal is defined) and increase (a counter's increase across restarts) are time-aware (API.md §20, docs/queries.md).
 	Aggregation AggregationRequestAggregation `json:"aggregation"`
 
 	// End Inclusive (ms).
 	End            *int64 `json:"end,omitempty"`
 	JoinDataframes *bool  `json:"join_dataframes,omitempty"`
-	Precision      *int   `json:"precision,omitempty"`
+
+	// MaxGap Seconds: an interval between consecutive values longer than this is a gap, where the signal is undefined (twa, integral and coverage leave it out). Absent: no gaps.
+	MaxGap *MaxGap `json:"max_gap,omitempty"`
+
+	// Method How the time-aware aggregations (twa, integral, coverage, increase) read the values as a signal: each value holds until the next (locf) or a straight line joins consecutive values (linear). Other aggregations ignore it.
+	Method    *SignalMethod `json:"method,omitempty"`
+	Precision *int          `json:"precision,omitempty"`
 
 	// Start Inclusive (ms). Neither start nor end: the last 100 values of each variable.
 	Start *int64 `json:"start,omitempty"`
@@ -1560,17 +1801,24 @@ type AggregationRequest struct {
 	Variables []ID    `json:"variables"`
 }
 
-// AggregationRequestAggregation defines model for AggregationRequest.Aggregation.
+// AggregationRequestAggregation twa (time-weighted average), integral (value × seconds), coverage (seconds where the signal is defined) and increase (a counter's increase across restarts) are time-aware (API.md §20, docs/queries.md).
 type AggregationRequestAggregation string
 
 // AnalyticsRange defines model for AnalyticsRange.
 type AnalyticsRange struct {
+	// Aggregation twa (time-weighted average), integral (value × seconds), coverage (seconds where the signal is defined) and increase (a counter's increase across restarts) are time-aware (API.md §20, docs/queries.md).
 	Aggregation *AnalyticsRangeAggregation `json:"aggregation,omitempty"`
 
 	// End Inclusive (ms).
 	End            *int64 `json:"end,omitempty"`
 	JoinDataframes *bool  `json:"join_dataframes,omitempty"`
-	Precision      *int   `json:"precision,omitempty"`
+
+	// MaxGap Seconds: an interval between consecutive values longer than this is a gap, where the signal is undefined (twa, integral and coverage leave it out). Absent: no gaps.
+	MaxGap *MaxGap `json:"max_gap,omitempty"`
+
+	// Method How the time-aware aggregations (twa, integral, coverage, increase) read the values as a signal: each value holds until the next (locf) or a straight line joins consecutive values (linear). Other aggregations ignore it.
+	Method    *SignalMethod `json:"method,omitempty"`
+	Precision *int          `json:"precision,omitempty"`
 
 	// Start Inclusive (ms). Neither start nor end: the last 100 values of each variable.
 	Start *int64 `json:"start,omitempty"`
@@ -1580,7 +1828,7 @@ type AnalyticsRange struct {
 	Variables *[]ID   `json:"variables,omitempty"`
 }
 
-// AnalyticsRangeAggregation defines model for AnalyticsRange.Aggregation.
+// AnalyticsRangeAggregation twa (time-weighted average), integral (value × seconds), coverage (seconds where the signal is defined) and increase (a counter's increase across restarts) are time-aware (API.md §20, docs/queries.md).
 type AnalyticsRangeAggregation string
 
 // Assignment defines model for Assignment.
@@ -2114,6 +2362,15 @@ type HealthStatus string
 // ID Example: 5f1d3c0a9b8e7d6c5b4a3f2e
 type ID = string
 
+// ImportResult defines model for ImportResult.
+type ImportResult struct {
+	// Rows Lines written (a timestamp written twice counts twice).
+	Rows int `json:"rows"`
+
+	// Variables Variables written to.
+	Variables int `json:"variables"`
+}
+
 // InternalError defines model for InternalError.
 type InternalError struct {
 	Code    InternalErrorCode    `json:"code"`
@@ -2149,6 +2406,9 @@ type LocationFixed struct {
 	Lat float64 `json:"lat"`
 	Lng float64 `json:"lng"`
 }
+
+// MaxGap Seconds: an interval between consecutive values longer than this is a gap, where the signal is undefined (twa, integral and coverage leave it out). Absent: no gaps.
+type MaxGap = float64
 
 // MethodNotAllowedError A known path with a method it does not serve.
 type MethodNotAllowedError struct {
@@ -2315,11 +2575,27 @@ type Ref struct {
 
 // ResampleRequest defines model for ResampleRequest.
 type ResampleRequest struct {
+	// Aggregation twa (time-weighted average), integral (value × seconds), coverage (seconds where the signal is defined) and increase (a counter's increase across restarts) are time-aware (API.md §20, docs/queries.md).
 	Aggregation ResampleRequestAggregation `json:"aggregation"`
 
 	// End Inclusive (ms).
-	End            *int64 `json:"end,omitempty"`
-	JoinDataframes *bool  `json:"join_dataframes,omitempty"`
+	End *int64 `json:"end,omitempty"`
+
+	// Extend Each series covers every bucket from the one holding start to the one holding end (or now); previous fills its leading buckets from the last value before start.
+	Extend *bool `json:"extend,omitempty"`
+
+	// Fill Fills the buckets that would be null, per series before join_dataframes (pandas: previous = ffill(limit), linear = interpolate(method="time", limit, limit_area="inside"), zero = fillna(0)).
+	Fill *ResampleRequestFill `json:"fill,omitempty"`
+
+	// FillLimit The most consecutive empty buckets previous and linear fill; absent: no limit.
+	FillLimit      *int  `json:"fill_limit,omitempty"`
+	JoinDataframes *bool `json:"join_dataframes,omitempty"`
+
+	// MaxGap Seconds: an interval between consecutive values longer than this is a gap, where the signal is undefined (twa, integral and coverage leave it out). Absent: no gaps.
+	MaxGap *MaxGap `json:"max_gap,omitempty"`
+
+	// Method How the time-aware aggregations (twa, integral, coverage, increase) read the values as a signal: each value holds until the next (locf) or a straight line joins consecutive values (linear). Other aggregations ignore it.
+	Method *SignalMethod `json:"method,omitempty"`
 
 	// Period pandas offset alias: nT, nH, nD (n 1-100000, 1 may be omitted), W or M.
 	Period    string `json:"period"`
@@ -2333,8 +2609,11 @@ type ResampleRequest struct {
 	Variables []ID    `json:"variables"`
 }
 
-// ResampleRequestAggregation defines model for ResampleRequest.Aggregation.
+// ResampleRequestAggregation twa (time-weighted average), integral (value × seconds), coverage (seconds where the signal is defined) and increase (a counter's increase across restarts) are time-aware (API.md §20, docs/queries.md).
 type ResampleRequestAggregation string
+
+// ResampleRequestFill Fills the buckets that would be null, per series before join_dataframes (pandas: previous = ffill(limit), linear = interpolate(method="time", limit, limit_area="inside"), zero = fillna(0)).
+type ResampleRequestFill string
 
 // Role defines model for Role.
 type Role struct {
@@ -2418,6 +2697,9 @@ type SeparateSeries struct {
 // SeparateSeriesColumns defines model for SeparateSeries.Columns.
 type SeparateSeriesColumns string
 
+// SignalMethod How the time-aware aggregations (twa, integral, coverage, increase) read the values as a signal: each value holds until the next (locf) or a straight line joins consecutive values (linear). Other aggregations ignore it.
+type SignalMethod string
+
 // Statistic defines model for Statistic.
 type Statistic struct {
 	Count *int     `json:"count,omitempty"`
@@ -2459,16 +2741,20 @@ type StatisticsEntry struct {
 		Count *struct {
 			Value int `json:"value"`
 		} `json:"count,omitempty"`
-		First *TimedAggregate `json:"first,omitempty"`
-		Last  *TimedAggregate `json:"last,omitempty"`
-		Max   *TimedAggregate `json:"max,omitempty"`
-		Mean  *Aggregate      `json:"mean,omitempty"`
-		Min   *TimedAggregate `json:"min,omitempty"`
-		P25   *Aggregate      `json:"p25,omitempty"`
-		P50   *Aggregate      `json:"p50,omitempty"`
-		P75   *Aggregate      `json:"p75,omitempty"`
-		Std   *Aggregate      `json:"std,omitempty"`
-		Sum   *Aggregate      `json:"sum,omitempty"`
+		Coverage *Aggregate      `json:"coverage,omitempty"`
+		First    *TimedAggregate `json:"first,omitempty"`
+		Increase *Aggregate      `json:"increase,omitempty"`
+		Integral *Aggregate      `json:"integral,omitempty"`
+		Last     *TimedAggregate `json:"last,omitempty"`
+		Max      *TimedAggregate `json:"max,omitempty"`
+		Mean     *Aggregate      `json:"mean,omitempty"`
+		Min      *TimedAggregate `json:"min,omitempty"`
+		P25      *Aggregate      `json:"p25,omitempty"`
+		P50      *Aggregate      `json:"p50,omitempty"`
+		P75      *Aggregate      `json:"p75,omitempty"`
+		Std      *Aggregate      `json:"std,omitempty"`
+		Sum      *Aggregate      `json:"sum,omitempty"`
+		Twa      *Aggregate      `json:"twa,omitempty"`
 	} `json:"results"`
 	Variable Summary `json:"variable"`
 }
@@ -2494,7 +2780,7 @@ type StatisticsMissingMessage string
 
 // StatisticsRequest defines model for StatisticsRequest.
 type StatisticsRequest struct {
-	// Aggregations Default all eleven.
+	// Aggregations Default all eleven (not the time-aware twa, integral, coverage, increase; API.md §20).
 	Aggregations  *[]StatisticsRequestAggregations `json:"aggregations,omitempty"`
 	DecimalPlaces *int                             `json:"decimalPlaces,omitempty"`
 
@@ -2502,6 +2788,12 @@ type StatisticsRequest struct {
 	//
 	// Example: 1763768650000
 	End Millis `json:"end"`
+
+	// MaxGap Seconds: an interval between consecutive values longer than this is a gap, where the signal is undefined (twa, integral and coverage leave it out). Absent: no gaps.
+	MaxGap *MaxGap `json:"max_gap,omitempty"`
+
+	// Method How the time-aware aggregations (twa, integral, coverage, increase) read the values as a signal: each value holds until the next (locf) or a straight line joins consecutive values (linear). Other aggregations ignore it.
+	Method *SignalMethod `json:"method,omitempty"`
 
 	// Start Milliseconds since the POSIX epoch.
 	//
@@ -3142,6 +3434,24 @@ type PostCollection507JSONResponseBodyCode int
 // PostCollection507JSONResponseBodyMessage defines parameters for PostCollection.
 type PostCollection507JSONResponseBodyMessage string
 
+// ImportCollectionParams defines parameters for ImportCollection.
+type ImportCollectionParams struct {
+	// Timestamp Timestamp of the dots that carry none (default the arrival time).
+	Timestamp *DefaultTimestamp `form:"timestamp,omitempty" json:"timestamp,omitempty"`
+
+	// ContentEncoding gzip to send the body compressed.
+	ContentEncoding *ImportCollectionParamsContentEncoding `json:"Content-Encoding,omitempty"`
+}
+
+// ImportCollectionParamsContentEncoding defines parameters for ImportCollection.
+type ImportCollectionParamsContentEncoding string
+
+// ImportCollection507JSONResponseBodyCode defines parameters for ImportCollection.
+type ImportCollection507JSONResponseBodyCode int
+
+// ImportCollection507JSONResponseBodyMessage defines parameters for ImportCollection.
+type ImportCollection507JSONResponseBodyMessage string
+
 // AggregationParams defines parameters for Aggregation.
 type AggregationParams struct {
 	// Explain Answer the compiled statement instead of running it (sql), or with its EXPLAIN ANALYZE plan (analyze).
@@ -3254,6 +3564,24 @@ type PostDeviceVariableValues507JSONResponseBodyCode int
 // PostDeviceVariableValues507JSONResponseBodyMessage defines parameters for PostDeviceVariableValues.
 type PostDeviceVariableValues507JSONResponseBodyMessage string
 
+// ImportDeviceVariableValuesParams defines parameters for ImportDeviceVariableValues.
+type ImportDeviceVariableValuesParams struct {
+	// Timestamp Timestamp of the dots that carry none (default the arrival time).
+	Timestamp *DefaultTimestamp `form:"timestamp,omitempty" json:"timestamp,omitempty"`
+
+	// ContentEncoding gzip to send the body compressed.
+	ContentEncoding *ImportDeviceVariableValuesParamsContentEncoding `json:"Content-Encoding,omitempty"`
+}
+
+// ImportDeviceVariableValuesParamsContentEncoding defines parameters for ImportDeviceVariableValues.
+type ImportDeviceVariableValuesParamsContentEncoding string
+
+// ImportDeviceVariableValues507JSONResponseBodyCode defines parameters for ImportDeviceVariableValues.
+type ImportDeviceVariableValues507JSONResponseBodyCode int
+
+// ImportDeviceVariableValues507JSONResponseBodyMessage defines parameters for ImportDeviceVariableValues.
+type ImportDeviceVariableValues507JSONResponseBodyMessage string
+
 // GetVariableValuesParams defines parameters for GetVariableValues.
 type GetVariableValuesParams struct {
 	// Start Inclusive lower bound (ms).
@@ -3298,6 +3626,24 @@ type PostVariableValues507JSONResponseBodyCode int
 
 // PostVariableValues507JSONResponseBodyMessage defines parameters for PostVariableValues.
 type PostVariableValues507JSONResponseBodyMessage string
+
+// ImportVariableValuesParams defines parameters for ImportVariableValues.
+type ImportVariableValuesParams struct {
+	// Timestamp Timestamp of the dots that carry none (default the arrival time).
+	Timestamp *DefaultTimestamp `form:"timestamp,omitempty" json:"timestamp,omitempty"`
+
+	// ContentEncoding gzip to send the body compressed.
+	ContentEncoding *ImportVariableValuesParamsContentEncoding `json:"Content-Encoding,omitempty"`
+}
+
+// ImportVariableValuesParamsContentEncoding defines parameters for ImportVariableValues.
+type ImportVariableValuesParamsContentEncoding string
+
+// ImportVariableValues507JSONResponseBodyCode defines parameters for ImportVariableValues.
+type ImportVariableValues507JSONResponseBodyCode int
+
+// ImportVariableValues507JSONResponseBodyMessage defines parameters for ImportVariableValues.
+type ImportVariableValues507JSONResponseBodyMessage string
 
 // StatisticsParams defines parameters for Statistics.
 type StatisticsParams struct {
@@ -4911,6 +5257,18 @@ type ClientInterface interface {
 	// Corresponds with POST /api/v1.6/collections/values (the `PostCollection` operationId).
 	PostCollection(ctx context.Context, params *PostCollectionParams, body PostCollectionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ImportCollectionWithBody Import the history of many Variables by labels (created as needed), all or nothing.
+	//
+	// As the one-Variable import, each line naming its Device and Variable by label:
+	// CSV columns `device,variable,timestamp,value[,context]`, or NDJSON dots with
+	// `device` and `variable` fields. Devices and Variables missing are created as
+	// posting creates them.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1.6/collections/values/import (the `ImportCollection` operationId).
+	ImportCollectionWithBody(ctx context.Context, params *ImportCollectionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// AggregationWithBody E9 — one aggregate per Variable, or over all of them together.
 	//
 	// Takes any type of body and a specified content type.
@@ -4977,6 +5335,23 @@ type ClientInterface interface {
 	// Corresponds with POST /api/v1.6/devices/{device}/{variable}/values (the `PostDeviceVariableValues` operationId).
 	PostDeviceVariableValues(ctx context.Context, device DeviceLabel, variable VariableLabel, params *PostDeviceVariableValuesParams, body PostDeviceVariableValuesJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ImportDeviceVariableValuesWithBody Import a Variable's history by labels (both are created as needed), all or nothing.
+	//
+	// The body is streamed into the database (binary COPY into a staging table, then
+	// one upsert): a CSV body with a header line naming `timestamp,value[,context]`
+	// (other columns, such as an export's `created_at`, are ignored; `context` is a
+	// JSON object's text), or NDJSON, one dot object a line (the fields of a posted
+	// dot). `Content-Encoding: gzip` is accepted. Lines are counted as in the file,
+	// the header being line 1: a bad line is a 400001 naming it (`line 12.value`, at
+	// most 100 listed) and nothing is written. A later line wins a timestamp written
+	// twice. The body may hold `SENSORAPI_IMPORT_MAX_BYTES` (default 1 GiB) as sent
+	// and, when gzipped, decompressed: 413 beyond.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1.6/devices/{device}/{variable}/values/import (the `ImportDeviceVariableValues` operationId).
+	ImportDeviceVariableValuesWithBody(ctx context.Context, device DeviceLabel, variable VariableLabel, params *ImportDeviceVariableValuesParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetStatistic One statistic over an inclusive range: {AGG: number} (count and sum 0, others null, without data; sum and mean null past the largest double).
 	//
 	// Corresponds with GET /api/v1.6/variables/{id}/statistics/{agg}/{start}/{end} (the `GetStatistic` operationId).
@@ -5000,6 +5375,23 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /api/v1.6/variables/{id}/values (the `PostVariableValues` operationId).
 	PostVariableValues(ctx context.Context, id VariableID, params *PostVariableValuesParams, body PostVariableValuesJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ImportVariableValuesWithBody Import a Variable's history from CSV or NDJSON (API.md §21), all or nothing.
+	//
+	// The body is streamed into the database (binary COPY into a staging table, then
+	// one upsert): a CSV body with a header line naming `timestamp,value[,context]`
+	// (other columns, such as an export's `created_at`, are ignored; `context` is a
+	// JSON object's text), or NDJSON, one dot object a line (the fields of a posted
+	// dot). `Content-Encoding: gzip` is accepted. Lines are counted as in the file,
+	// the header being line 1: a bad line is a 400001 naming it (`line 12.value`, at
+	// most 100 listed) and nothing is written. A later line wins a timestamp written
+	// twice. The body may hold `SENSORAPI_IMPORT_MAX_BYTES` (default 1 GiB) as sent
+	// and, when gzipped, decompressed: 413 beyond.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1.6/variables/{id}/values/import (the `ImportVariableValues` operationId).
+	ImportVariableValuesWithBody(ctx context.Context, id VariableID, params *ImportVariableValuesParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DeleteValues Delete the Variable's values in an inclusive range.
 	//
@@ -5547,6 +5939,28 @@ func (c *Client) PostCollection(ctx context.Context, params *PostCollectionParam
 	return c.Client.Do(req)
 }
 
+// ImportCollectionWithBody Import the history of many Variables by labels (created as needed), all or nothing.
+//
+// As the one-Variable import, each line naming its Device and Variable by label:
+// CSV columns `device,variable,timestamp,value[,context]`, or NDJSON dots with
+// `device` and `variable` fields. Devices and Variables missing are created as
+// posting creates them.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1.6/collections/values/import (the `ImportCollection` operationId).
+func (c *Client) ImportCollectionWithBody(ctx context.Context, params *ImportCollectionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewImportCollectionRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // AggregationWithBody E9 — one aggregate per Variable, or over all of them together.
 //
 // Takes any type of body and a specified content type.
@@ -5713,6 +6127,33 @@ func (c *Client) PostDeviceVariableValues(ctx context.Context, device DeviceLabe
 	return c.Client.Do(req)
 }
 
+// ImportDeviceVariableValuesWithBody Import a Variable's history by labels (both are created as needed), all or nothing.
+//
+// The body is streamed into the database (binary COPY into a staging table, then
+// one upsert): a CSV body with a header line naming `timestamp,value[,context]`
+// (other columns, such as an export's `created_at`, are ignored; `context` is a
+// JSON object's text), or NDJSON, one dot object a line (the fields of a posted
+// dot). `Content-Encoding: gzip` is accepted. Lines are counted as in the file,
+// the header being line 1: a bad line is a 400001 naming it (`line 12.value`, at
+// most 100 listed) and nothing is written. A later line wins a timestamp written
+// twice. The body may hold `SENSORAPI_IMPORT_MAX_BYTES` (default 1 GiB) as sent
+// and, when gzipped, decompressed: 413 beyond.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1.6/devices/{device}/{variable}/values/import (the `ImportDeviceVariableValues` operationId).
+func (c *Client) ImportDeviceVariableValuesWithBody(ctx context.Context, device DeviceLabel, variable VariableLabel, params *ImportDeviceVariableValuesParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewImportDeviceVariableValuesRequestWithBody(c.Server, device, variable, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // GetStatistic One statistic over an inclusive range: {AGG: number} (count and sum 0, others null, without data; sum and mean null past the largest double).
 //
 // Corresponds with GET /api/v1.6/variables/{id}/statistics/{agg}/{start}/{end} (the `GetStatistic` operationId).
@@ -5767,6 +6208,33 @@ func (c *Client) PostVariableValuesWithBody(ctx context.Context, id VariableID, 
 // Corresponds with POST /api/v1.6/variables/{id}/values (the `PostVariableValues` operationId).
 func (c *Client) PostVariableValues(ctx context.Context, id VariableID, params *PostVariableValuesParams, body PostVariableValuesJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewPostVariableValuesRequest(c.Server, id, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ImportVariableValuesWithBody Import a Variable's history from CSV or NDJSON (API.md §21), all or nothing.
+//
+// The body is streamed into the database (binary COPY into a staging table, then
+// one upsert): a CSV body with a header line naming `timestamp,value[,context]`
+// (other columns, such as an export's `created_at`, are ignored; `context` is a
+// JSON object's text), or NDJSON, one dot object a line (the fields of a posted
+// dot). `Content-Encoding: gzip` is accepted. Lines are counted as in the file,
+// the header being line 1: a bad line is a 400001 naming it (`line 12.value`, at
+// most 100 listed) and nothing is written. A later line wins a timestamp written
+// twice. The body may hold `SENSORAPI_IMPORT_MAX_BYTES` (default 1 GiB) as sent
+// and, when gzipped, decompressed: 413 beyond.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1.6/variables/{id}/values/import (the `ImportVariableValues` operationId).
+func (c *Client) ImportVariableValuesWithBody(ctx context.Context, id VariableID, params *ImportVariableValuesParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewImportVariableValuesRequestWithBody(c.Server, id, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -7145,6 +7613,77 @@ func NewPostCollectionRequestWithBody(server string, params *PostCollectionParam
 	return req, nil
 }
 
+// NewImportCollectionRequestWithBody constructs an http.Request for the ImportCollection method, with any body, and a specified content type
+func NewImportCollectionRequestWithBody(server string, params *ImportCollectionParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1.6/collections/values/import")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Timestamp != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "timestamp", *params.Timestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.ContentEncoding != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Content-Encoding", *params.ContentEncoding, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Content-Encoding", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewAggregationRequest calls the generic Aggregation builder with application/json body
 func NewAggregationRequest(server string, params *AggregationParams, body AggregationJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -7663,6 +8202,91 @@ func NewPostDeviceVariableValuesRequestWithBody(server string, device DeviceLabe
 	return req, nil
 }
 
+// NewImportDeviceVariableValuesRequestWithBody constructs an http.Request for the ImportDeviceVariableValues method, with any body, and a specified content type
+func NewImportDeviceVariableValuesRequestWithBody(server string, device DeviceLabel, variable VariableLabel, params *ImportDeviceVariableValuesParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "device", device, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "variable", variable, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1.6/devices/%s/%s/values/import", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Timestamp != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "timestamp", *params.Timestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.ContentEncoding != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Content-Encoding", *params.ContentEncoding, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Content-Encoding", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewGetStatisticRequest constructs an http.Request for the GetStatistic method
 func NewGetStatisticRequest(server string, id VariableID, agg string, start PathStart, end PathEnd) (*http.Request, error) {
 	var err error
@@ -7921,6 +8545,84 @@ func NewPostVariableValuesRequestWithBody(server string, id VariableID, params *
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewImportVariableValuesRequestWithBody constructs an http.Request for the ImportVariableValues method, with any body, and a specified content type
+func NewImportVariableValuesRequestWithBody(server string, id VariableID, params *ImportVariableValuesParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1.6/variables/%s/values/import", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Timestamp != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "timestamp", *params.Timestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.ContentEncoding != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Content-Encoding", *params.ContentEncoding, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Content-Encoding", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -11307,6 +12009,18 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /api/v1.6/collections/values (the `PostCollection` operationId).
 	PostCollectionWithResponse(ctx context.Context, params *PostCollectionParams, body PostCollectionJSONRequestBody, reqEditors ...RequestEditorFn) (*PostCollectionResponse, error)
 
+	// ImportCollectionWithBodyWithResponse Import the history of many Variables by labels (created as needed), all or nothing.
+	//
+	// As the one-Variable import, each line naming its Device and Variable by label:
+	// CSV columns `device,variable,timestamp,value[,context]`, or NDJSON dots with
+	// `device` and `variable` fields. Devices and Variables missing are created as
+	// posting creates them.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1.6/collections/values/import (the `ImportCollection` operationId).
+	ImportCollectionWithBodyWithResponse(ctx context.Context, params *ImportCollectionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ImportCollectionResponse, error)
+
 	// AggregationWithBodyWithResponse E9 — one aggregate per Variable, or over all of them together.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -11377,6 +12091,23 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /api/v1.6/devices/{device}/{variable}/values (the `PostDeviceVariableValues` operationId).
 	PostDeviceVariableValuesWithResponse(ctx context.Context, device DeviceLabel, variable VariableLabel, params *PostDeviceVariableValuesParams, body PostDeviceVariableValuesJSONRequestBody, reqEditors ...RequestEditorFn) (*PostDeviceVariableValuesResponse, error)
 
+	// ImportDeviceVariableValuesWithBodyWithResponse Import a Variable's history by labels (both are created as needed), all or nothing.
+	//
+	// The body is streamed into the database (binary COPY into a staging table, then
+	// one upsert): a CSV body with a header line naming `timestamp,value[,context]`
+	// (other columns, such as an export's `created_at`, are ignored; `context` is a
+	// JSON object's text), or NDJSON, one dot object a line (the fields of a posted
+	// dot). `Content-Encoding: gzip` is accepted. Lines are counted as in the file,
+	// the header being line 1: a bad line is a 400001 naming it (`line 12.value`, at
+	// most 100 listed) and nothing is written. A later line wins a timestamp written
+	// twice. The body may hold `SENSORAPI_IMPORT_MAX_BYTES` (default 1 GiB) as sent
+	// and, when gzipped, decompressed: 413 beyond.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1.6/devices/{device}/{variable}/values/import (the `ImportDeviceVariableValues` operationId).
+	ImportDeviceVariableValuesWithBodyWithResponse(ctx context.Context, device DeviceLabel, variable VariableLabel, params *ImportDeviceVariableValuesParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ImportDeviceVariableValuesResponse, error)
+
 	// GetStatisticWithResponse One statistic over an inclusive range: {AGG: number} (count and sum 0, others null, without data; sum and mean null past the largest double).
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -11404,6 +12135,23 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /api/v1.6/variables/{id}/values (the `PostVariableValues` operationId).
 	PostVariableValuesWithResponse(ctx context.Context, id VariableID, params *PostVariableValuesParams, body PostVariableValuesJSONRequestBody, reqEditors ...RequestEditorFn) (*PostVariableValuesResponse, error)
+
+	// ImportVariableValuesWithBodyWithResponse Import a Variable's history from CSV or NDJSON (API.md §21), all or nothing.
+	//
+	// The body is streamed into the database (binary COPY into a staging table, then
+	// one upsert): a CSV body with a header line naming `timestamp,value[,context]`
+	// (other columns, such as an export's `created_at`, are ignored; `context` is a
+	// JSON object's text), or NDJSON, one dot object a line (the fields of a posted
+	// dot). `Content-Encoding: gzip` is accepted. Lines are counted as in the file,
+	// the header being line 1: a bad line is a 400001 naming it (`line 12.value`, at
+	// most 100 listed) and nothing is written. A later line wins a timestamp written
+	// twice. The body may hold `SENSORAPI_IMPORT_MAX_BYTES` (default 1 GiB) as sent
+	// and, when gzipped, decompressed: 413 beyond.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1.6/variables/{id}/values/import (the `ImportVariableValues` operationId).
+	ImportVariableValuesWithBodyWithResponse(ctx context.Context, id VariableID, params *ImportVariableValuesParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ImportVariableValuesResponse, error)
 
 	// DeleteValuesWithResponse Delete the Variable's values in an inclusive range.
 	//
@@ -12167,6 +12915,196 @@ func (r PostCollectionResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r PostCollectionResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ImportCollectionResponse200Headers the declared response headers of an HTTP 200 response for ImportCollection
+type ImportCollectionResponse200Headers struct {
+	XRequestId string
+}
+
+// ImportCollectionResponse400Headers the declared response headers of an HTTP 400 response for ImportCollection
+type ImportCollectionResponse400Headers struct {
+	XRequestId string
+}
+
+// ImportCollectionResponse401Headers the declared response headers of an HTTP 401 response for ImportCollection
+type ImportCollectionResponse401Headers struct {
+	XRequestId string
+}
+
+// ImportCollectionResponse403Headers the declared response headers of an HTTP 403 response for ImportCollection
+type ImportCollectionResponse403Headers struct {
+	XRequestId string
+}
+
+// ImportCollectionResponse413Headers the declared response headers of an HTTP 413 response for ImportCollection
+type ImportCollectionResponse413Headers struct {
+	XRequestId string
+}
+
+// ImportCollectionResponse415Headers the declared response headers of an HTTP 415 response for ImportCollection
+type ImportCollectionResponse415Headers struct {
+	XRequestId string
+}
+
+// ImportCollectionResponse423Headers the declared response headers of an HTTP 423 response for ImportCollection
+type ImportCollectionResponse423Headers struct {
+	XRequestId string
+}
+
+// ImportCollectionResponse429Headers the declared response headers of an HTTP 429 response for ImportCollection
+type ImportCollectionResponse429Headers struct {
+	RetryAfter int
+	XRequestId string
+}
+
+// ImportCollectionResponse500Headers the declared response headers of an HTTP 500 response for ImportCollection
+type ImportCollectionResponse500Headers struct {
+	XRequestId string
+}
+
+// ImportCollectionResponse503Headers the declared response headers of an HTTP 503 response for ImportCollection
+type ImportCollectionResponse503Headers struct {
+	RetryAfter int
+	XRequestId string
+}
+
+// ImportCollectionResponse507Headers the declared response headers of an HTTP 507 response for ImportCollection
+type ImportCollectionResponse507Headers struct {
+	XRequestId string
+}
+
+type ImportCollectionResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ImportResult
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *ValidationError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMedia
+	// JSON423 the response for an HTTP 423 `application/json` response
+	JSON423 *DeviceDisabled
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// JSON507 the response for an HTTP 507 `application/json` response
+	JSON507 *StorageBudget
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ImportCollectionResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ImportCollectionResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ImportCollectionResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ImportCollectionResponse403Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *ImportCollectionResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *ImportCollectionResponse415Headers
+	// Headers423 the parsed response headers for an HTTP 423 response
+	Headers423 *ImportCollectionResponse423Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ImportCollectionResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ImportCollectionResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ImportCollectionResponse503Headers
+	// Headers507 the parsed response headers for an HTTP 507 response
+	Headers507 *ImportCollectionResponse507Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ImportCollectionResponse) GetJSON200() *ImportResult {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ImportCollectionResponse) GetJSON400() *ValidationError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ImportCollectionResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ImportCollectionResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r ImportCollectionResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r ImportCollectionResponse) GetJSON415() *UnsupportedMedia {
+	return r.JSON415
+}
+
+// GetJSON423 returns the response for an HTTP 423 `application/json` response
+func (r ImportCollectionResponse) GetJSON423() *DeviceDisabled {
+	return r.JSON423
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ImportCollectionResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ImportCollectionResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ImportCollectionResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetJSON507 returns the response for an HTTP 507 `application/json` response
+func (r ImportCollectionResponse) GetJSON507() *StorageBudget {
+	return r.JSON507
+}
+
+// GetBody returns the raw response body bytes
+func (r ImportCollectionResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ImportCollectionResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ImportCollectionResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ImportCollectionResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -13178,6 +14116,210 @@ func (r PostDeviceVariableValuesResponse) ContentType() string {
 	return ""
 }
 
+// ImportDeviceVariableValuesResponse200Headers the declared response headers of an HTTP 200 response for ImportDeviceVariableValues
+type ImportDeviceVariableValuesResponse200Headers struct {
+	XRequestId string
+}
+
+// ImportDeviceVariableValuesResponse400Headers the declared response headers of an HTTP 400 response for ImportDeviceVariableValues
+type ImportDeviceVariableValuesResponse400Headers struct {
+	XRequestId string
+}
+
+// ImportDeviceVariableValuesResponse401Headers the declared response headers of an HTTP 401 response for ImportDeviceVariableValues
+type ImportDeviceVariableValuesResponse401Headers struct {
+	XRequestId string
+}
+
+// ImportDeviceVariableValuesResponse403Headers the declared response headers of an HTTP 403 response for ImportDeviceVariableValues
+type ImportDeviceVariableValuesResponse403Headers struct {
+	XRequestId string
+}
+
+// ImportDeviceVariableValuesResponse404Headers the declared response headers of an HTTP 404 response for ImportDeviceVariableValues
+type ImportDeviceVariableValuesResponse404Headers struct {
+	XRequestId string
+}
+
+// ImportDeviceVariableValuesResponse413Headers the declared response headers of an HTTP 413 response for ImportDeviceVariableValues
+type ImportDeviceVariableValuesResponse413Headers struct {
+	XRequestId string
+}
+
+// ImportDeviceVariableValuesResponse415Headers the declared response headers of an HTTP 415 response for ImportDeviceVariableValues
+type ImportDeviceVariableValuesResponse415Headers struct {
+	XRequestId string
+}
+
+// ImportDeviceVariableValuesResponse423Headers the declared response headers of an HTTP 423 response for ImportDeviceVariableValues
+type ImportDeviceVariableValuesResponse423Headers struct {
+	XRequestId string
+}
+
+// ImportDeviceVariableValuesResponse429Headers the declared response headers of an HTTP 429 response for ImportDeviceVariableValues
+type ImportDeviceVariableValuesResponse429Headers struct {
+	RetryAfter int
+	XRequestId string
+}
+
+// ImportDeviceVariableValuesResponse500Headers the declared response headers of an HTTP 500 response for ImportDeviceVariableValues
+type ImportDeviceVariableValuesResponse500Headers struct {
+	XRequestId string
+}
+
+// ImportDeviceVariableValuesResponse503Headers the declared response headers of an HTTP 503 response for ImportDeviceVariableValues
+type ImportDeviceVariableValuesResponse503Headers struct {
+	RetryAfter int
+	XRequestId string
+}
+
+// ImportDeviceVariableValuesResponse507Headers the declared response headers of an HTTP 507 response for ImportDeviceVariableValues
+type ImportDeviceVariableValuesResponse507Headers struct {
+	XRequestId string
+}
+
+type ImportDeviceVariableValuesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ImportResult
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *ValidationError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMedia
+	// JSON423 the response for an HTTP 423 `application/json` response
+	JSON423 *DeviceDisabled
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// JSON507 the response for an HTTP 507 `application/json` response
+	JSON507 *StorageBudget
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ImportDeviceVariableValuesResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ImportDeviceVariableValuesResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ImportDeviceVariableValuesResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ImportDeviceVariableValuesResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *ImportDeviceVariableValuesResponse404Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *ImportDeviceVariableValuesResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *ImportDeviceVariableValuesResponse415Headers
+	// Headers423 the parsed response headers for an HTTP 423 response
+	Headers423 *ImportDeviceVariableValuesResponse423Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ImportDeviceVariableValuesResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ImportDeviceVariableValuesResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ImportDeviceVariableValuesResponse503Headers
+	// Headers507 the parsed response headers for an HTTP 507 response
+	Headers507 *ImportDeviceVariableValuesResponse507Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ImportDeviceVariableValuesResponse) GetJSON200() *ImportResult {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ImportDeviceVariableValuesResponse) GetJSON400() *ValidationError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ImportDeviceVariableValuesResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ImportDeviceVariableValuesResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ImportDeviceVariableValuesResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r ImportDeviceVariableValuesResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r ImportDeviceVariableValuesResponse) GetJSON415() *UnsupportedMedia {
+	return r.JSON415
+}
+
+// GetJSON423 returns the response for an HTTP 423 `application/json` response
+func (r ImportDeviceVariableValuesResponse) GetJSON423() *DeviceDisabled {
+	return r.JSON423
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ImportDeviceVariableValuesResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ImportDeviceVariableValuesResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ImportDeviceVariableValuesResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetJSON507 returns the response for an HTTP 507 `application/json` response
+func (r ImportDeviceVariableValuesResponse) GetJSON507() *StorageBudget {
+	return r.JSON507
+}
+
+// GetBody returns the raw response body bytes
+func (r ImportDeviceVariableValuesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ImportDeviceVariableValuesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ImportDeviceVariableValuesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ImportDeviceVariableValuesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetStatisticResponse200Headers the declared response headers of an HTTP 200 response for GetStatistic
 type GetStatisticResponse200Headers struct {
 	XRawHorizon *int
@@ -13674,6 +14816,210 @@ func (r PostVariableValuesResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r PostVariableValuesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ImportVariableValuesResponse200Headers the declared response headers of an HTTP 200 response for ImportVariableValues
+type ImportVariableValuesResponse200Headers struct {
+	XRequestId string
+}
+
+// ImportVariableValuesResponse400Headers the declared response headers of an HTTP 400 response for ImportVariableValues
+type ImportVariableValuesResponse400Headers struct {
+	XRequestId string
+}
+
+// ImportVariableValuesResponse401Headers the declared response headers of an HTTP 401 response for ImportVariableValues
+type ImportVariableValuesResponse401Headers struct {
+	XRequestId string
+}
+
+// ImportVariableValuesResponse403Headers the declared response headers of an HTTP 403 response for ImportVariableValues
+type ImportVariableValuesResponse403Headers struct {
+	XRequestId string
+}
+
+// ImportVariableValuesResponse404Headers the declared response headers of an HTTP 404 response for ImportVariableValues
+type ImportVariableValuesResponse404Headers struct {
+	XRequestId string
+}
+
+// ImportVariableValuesResponse413Headers the declared response headers of an HTTP 413 response for ImportVariableValues
+type ImportVariableValuesResponse413Headers struct {
+	XRequestId string
+}
+
+// ImportVariableValuesResponse415Headers the declared response headers of an HTTP 415 response for ImportVariableValues
+type ImportVariableValuesResponse415Headers struct {
+	XRequestId string
+}
+
+// ImportVariableValuesResponse423Headers the declared response headers of an HTTP 423 response for ImportVariableValues
+type ImportVariableValuesResponse423Headers struct {
+	XRequestId string
+}
+
+// ImportVariableValuesResponse429Headers the declared response headers of an HTTP 429 response for ImportVariableValues
+type ImportVariableValuesResponse429Headers struct {
+	RetryAfter int
+	XRequestId string
+}
+
+// ImportVariableValuesResponse500Headers the declared response headers of an HTTP 500 response for ImportVariableValues
+type ImportVariableValuesResponse500Headers struct {
+	XRequestId string
+}
+
+// ImportVariableValuesResponse503Headers the declared response headers of an HTTP 503 response for ImportVariableValues
+type ImportVariableValuesResponse503Headers struct {
+	RetryAfter int
+	XRequestId string
+}
+
+// ImportVariableValuesResponse507Headers the declared response headers of an HTTP 507 response for ImportVariableValues
+type ImportVariableValuesResponse507Headers struct {
+	XRequestId string
+}
+
+type ImportVariableValuesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ImportResult
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *ValidationError
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMedia
+	// JSON423 the response for an HTTP 423 `application/json` response
+	JSON423 *DeviceDisabled
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// JSON507 the response for an HTTP 507 `application/json` response
+	JSON507 *StorageBudget
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ImportVariableValuesResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ImportVariableValuesResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ImportVariableValuesResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ImportVariableValuesResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *ImportVariableValuesResponse404Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *ImportVariableValuesResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *ImportVariableValuesResponse415Headers
+	// Headers423 the parsed response headers for an HTTP 423 response
+	Headers423 *ImportVariableValuesResponse423Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ImportVariableValuesResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ImportVariableValuesResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ImportVariableValuesResponse503Headers
+	// Headers507 the parsed response headers for an HTTP 507 response
+	Headers507 *ImportVariableValuesResponse507Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ImportVariableValuesResponse) GetJSON200() *ImportResult {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ImportVariableValuesResponse) GetJSON400() *ValidationError {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ImportVariableValuesResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ImportVariableValuesResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ImportVariableValuesResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r ImportVariableValuesResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r ImportVariableValuesResponse) GetJSON415() *UnsupportedMedia {
+	return r.JSON415
+}
+
+// GetJSON423 returns the response for an HTTP 423 `application/json` response
+func (r ImportVariableValuesResponse) GetJSON423() *DeviceDisabled {
+	return r.JSON423
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ImportVariableValuesResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ImportVariableValuesResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ImportVariableValuesResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetJSON507 returns the response for an HTTP 507 `application/json` response
+func (r ImportVariableValuesResponse) GetJSON507() *StorageBudget {
+	return r.JSON507
+}
+
+// GetBody returns the raw response body bytes
+func (r ImportVariableValuesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ImportVariableValuesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ImportVariableValuesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ImportVariableValuesResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -21439,6 +22785,24 @@ func (c *ClientWithResponses) PostCollectionWithResponse(ctx context.Context, pa
 	return ParsePostCollectionResponse(rsp)
 }
 
+// ImportCollectionWithBodyWithResponse Import the history of many Variables by labels (created as needed), all or nothing.
+//
+// As the one-Variable import, each line naming its Device and Variable by label:
+// CSV columns `device,variable,timestamp,value[,context]`, or NDJSON dots with
+// `device` and `variable` fields. Devices and Variables missing are created as
+// posting creates them.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1.6/collections/values/import (the `ImportCollection` operationId).
+func (c *ClientWithResponses) ImportCollectionWithBodyWithResponse(ctx context.Context, params *ImportCollectionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ImportCollectionResponse, error) {
+	rsp, err := c.ImportCollectionWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseImportCollectionResponse(rsp)
+}
+
 // AggregationWithBodyWithResponse E9 — one aggregate per Variable, or over all of them together.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -21569,6 +22933,29 @@ func (c *ClientWithResponses) PostDeviceVariableValuesWithResponse(ctx context.C
 	return ParsePostDeviceVariableValuesResponse(rsp)
 }
 
+// ImportDeviceVariableValuesWithBodyWithResponse Import a Variable's history by labels (both are created as needed), all or nothing.
+//
+// The body is streamed into the database (binary COPY into a staging table, then
+// one upsert): a CSV body with a header line naming `timestamp,value[,context]`
+// (other columns, such as an export's `created_at`, are ignored; `context` is a
+// JSON object's text), or NDJSON, one dot object a line (the fields of a posted
+// dot). `Content-Encoding: gzip` is accepted. Lines are counted as in the file,
+// the header being line 1: a bad line is a 400001 naming it (`line 12.value`, at
+// most 100 listed) and nothing is written. A later line wins a timestamp written
+// twice. The body may hold `SENSORAPI_IMPORT_MAX_BYTES` (default 1 GiB) as sent
+// and, when gzipped, decompressed: 413 beyond.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1.6/devices/{device}/{variable}/values/import (the `ImportDeviceVariableValues` operationId).
+func (c *ClientWithResponses) ImportDeviceVariableValuesWithBodyWithResponse(ctx context.Context, device DeviceLabel, variable VariableLabel, params *ImportDeviceVariableValuesParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ImportDeviceVariableValuesResponse, error) {
+	rsp, err := c.ImportDeviceVariableValuesWithBody(ctx, device, variable, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseImportDeviceVariableValuesResponse(rsp)
+}
+
 // GetStatisticWithResponse One statistic over an inclusive range: {AGG: number} (count and sum 0, others null, without data; sum and mean null past the largest double).
 //
 // Returns a wrapper object for the known response body format(s).
@@ -21619,6 +23006,29 @@ func (c *ClientWithResponses) PostVariableValuesWithResponse(ctx context.Context
 		return nil, err
 	}
 	return ParsePostVariableValuesResponse(rsp)
+}
+
+// ImportVariableValuesWithBodyWithResponse Import a Variable's history from CSV or NDJSON (API.md §21), all or nothing.
+//
+// The body is streamed into the database (binary COPY into a staging table, then
+// one upsert): a CSV body with a header line naming `timestamp,value[,context]`
+// (other columns, such as an export's `created_at`, are ignored; `context` is a
+// JSON object's text), or NDJSON, one dot object a line (the fields of a posted
+// dot). `Content-Encoding: gzip` is accepted. Lines are counted as in the file,
+// the header being line 1: a bad line is a 400001 naming it (`line 12.value`, at
+// most 100 listed) and nothing is written. A later line wins a timestamp written
+// twice. The body may hold `SENSORAPI_IMPORT_MAX_BYTES` (default 1 GiB) as sent
+// and, when gzipped, decompressed: 413 beyond.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1.6/variables/{id}/values/import (the `ImportVariableValues` operationId).
+func (c *ClientWithResponses) ImportVariableValuesWithBodyWithResponse(ctx context.Context, id VariableID, params *ImportVariableValuesParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ImportVariableValuesResponse, error) {
+	rsp, err := c.ImportVariableValuesWithBody(ctx, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseImportVariableValuesResponse(rsp)
 }
 
 // DeleteValuesWithResponse Delete the Variable's values in an inclusive range.
@@ -22895,6 +24305,229 @@ func ParsePostCollectionResponse(rsp *http.Response) (*PostCollectionResponse, e
 	return response, nil
 }
 
+// ParseImportCollectionResponse parses an HTTP response from a ImportCollectionWithResponse call
+func ParseImportCollectionResponse(rsp *http.Response) (*ImportCollectionResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ImportCollectionResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ImportResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMedia
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 423:
+		var dest DeviceDisabled
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON423 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 507:
+		var dest StorageBudget
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON507 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ImportCollectionResponse200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ImportCollectionResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ImportCollectionResponse401Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ImportCollectionResponse403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 413:
+		var headers ImportCollectionResponse413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers ImportCollectionResponse415Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers415 = &headers
+	case rsp.StatusCode == 423:
+		var headers ImportCollectionResponse423Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers423 = &headers
+	case rsp.StatusCode == 429:
+		var headers ImportCollectionResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers ImportCollectionResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers ImportCollectionResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	case rsp.StatusCode == 507:
+		var headers ImportCollectionResponse507Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers507 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseAggregationResponse parses an HTTP response from a AggregationWithResponse call
 func ParseAggregationResponse(rsp *http.Response) (*AggregationResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -24107,6 +25740,246 @@ func ParsePostDeviceVariableValuesResponse(rsp *http.Response) (*PostDeviceVaria
 	return response, nil
 }
 
+// ParseImportDeviceVariableValuesResponse parses an HTTP response from a ImportDeviceVariableValuesWithResponse call
+func ParseImportDeviceVariableValuesResponse(rsp *http.Response) (*ImportDeviceVariableValuesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ImportDeviceVariableValuesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ImportResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMedia
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 423:
+		var dest DeviceDisabled
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON423 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 507:
+		var dest StorageBudget
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON507 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ImportDeviceVariableValuesResponse200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ImportDeviceVariableValuesResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ImportDeviceVariableValuesResponse401Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ImportDeviceVariableValuesResponse403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers ImportDeviceVariableValuesResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 413:
+		var headers ImportDeviceVariableValuesResponse413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers ImportDeviceVariableValuesResponse415Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers415 = &headers
+	case rsp.StatusCode == 423:
+		var headers ImportDeviceVariableValuesResponse423Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers423 = &headers
+	case rsp.StatusCode == 429:
+		var headers ImportDeviceVariableValuesResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers ImportDeviceVariableValuesResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers ImportDeviceVariableValuesResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	case rsp.StatusCode == 507:
+		var headers ImportDeviceVariableValuesResponse507Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers507 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseGetStatisticResponse parses an HTTP response from a GetStatisticWithResponse call
 func ParseGetStatisticResponse(rsp *http.Response) (*GetStatisticResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -24695,6 +26568,246 @@ func ParsePostVariableValuesResponse(rsp *http.Response) (*PostVariableValuesRes
 		response.Headers503 = &headers
 	case rsp.StatusCode == 507:
 		var headers PostVariableValuesResponse507Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers507 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseImportVariableValuesResponse parses an HTTP response from a ImportVariableValuesWithResponse call
+func ParseImportVariableValuesResponse(rsp *http.Response) (*ImportVariableValuesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ImportVariableValuesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ImportResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ValidationError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMedia
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 423:
+		var dest DeviceDisabled
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON423 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 507:
+		var dest StorageBudget
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON507 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ImportVariableValuesResponse200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ImportVariableValuesResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ImportVariableValuesResponse401Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ImportVariableValuesResponse403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers ImportVariableValuesResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 413:
+		var headers ImportVariableValuesResponse413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers ImportVariableValuesResponse415Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers415 = &headers
+	case rsp.StatusCode == 423:
+		var headers ImportVariableValuesResponse423Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers423 = &headers
+	case rsp.StatusCode == 429:
+		var headers ImportVariableValuesResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers ImportVariableValuesResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers ImportVariableValuesResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	case rsp.StatusCode == 507:
+		var headers ImportVariableValuesResponse507Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -33645,317 +35758,343 @@ func ParseReadyzResponse(rsp *http.Response) (*ReadyzResponse, error) {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3rchs5si76Ktg1K8LS2iXedLFMhWO22pantca3tuTuXmPqiGAVSKJVBdAASjKt4cT8Og9w4jzD7L/7",
-	"vMI8yjzJCSRQV1aRRYny2G1OxLRFEoXCJTORmcj88tbxeDjhjDAlne6tQz7hcBIQ+Ps5uaYe0X9d4yCC",
-	"PzxBsCL+sXK6TqfVOdhpt3c67fPObndvr9tuNdqd3b39g784ruMT6Qk6UZQzp+s4rkN9p+vsD9v+rtfC",
-	"TwaH5LF/4O0P9vDusEP07/LYU/SaOF0lIuI6AR6QwOk6V1R5Y8Ic/Y1U0IaqqdNtPz7YfXxweLDfarVa",
-	"rsNwSJyu8+ekNRcjzOhnbEZwa95/6O3hg+Gu3yHtQQs/GcajcNL3YS/Uw7H9HT97dYKecTFpOK4TCd1g",
-	"rNSk22y2O48brUar0e4etg5bTTyhzetOo9XMvlc2K184c50JlzQeXYCV091rNfZcJ2Ajp7uz23ismwg+",
-	"IUJRsyGXHg+4cLrOH4ZDPWvHdS4D7sGrLof0E/EXdJW2VNOJnlqIWYQDPRCFR9LpfnDGPCTORc15+kAd",
-	"srlgS6+xoHgA1HTf3ppJX81sx6+jcECE023PZq6l15dUqjzN8ogpp7vfdh1GPqnaY/njBI/I004varU6",
-	"B/rvS0k/k6f7etknglxTHkmny6IgcB1BZBRoDvqw4ZENj3ytPHKhueRNYc/XJtvvRze5XZytmY4K064S",
-	"EYmEMEz9kEz+FS8WUMk7HtQ++VvdVqvRgv/9JZ7fE39/8Bjvkd1hx8u+IDM/4lPFRTrD5HOt2Qiu6bzy",
-	"NfEcqrZ6dy1b/VXOHPbvvdQsn5s3U9hTr4gac99MzMo4EmIagMCApg728f+yamDD46Ezu3BXInePhjh4",
-	"G2CPJMvpkyGOAvUcy/GAY+EXvs+LpNxPhg7NV2ag8wN0nSEVUr22jOLj+JtzGiZHJezN48HucJ90vLaf",
-	"Jfk9XHq0slGER8nL9cH6ko8oy35hX+m4ThiN5Jir98kGym6zeXNz0xgJfI0VFnqkTfNnszXwDne9wf7j",
-	"tue3vf3WQHMiOcSPD8mwvbt38Ef/KfUJU9Tj+pRmIMBfcBHihGBzzLyiRHoAASSsuKjPK1+GF9YtGgsL",
-	"/yw5N/JKyARLecOFfxlNfKzIpaIhkQqHk6xK1u7spnrFhevoRp85Syiu1sgjSYRsLqBr3cAuLQbOuCED",
-	"SRWQbSwo1nEebsTLRrxsxMtGvGTFC2giP1s7ZCVbo1OtPvuJV2qZtTxvHc8ZwOux4mauA7yUqvcHuEP2",
-	"/Pag5WXXa3eYGZUi4YQIrCJBFtjt7c6u+fHnrCIHQlkzhl3HS825hYdKiQLcAHYXOu3G/ixZk/xwigwo",
-	"p0yNiaLeyaeJIFImu5GhLyPuBb7R68qo3tp//p9ndRc5tV0XrB2MXL5f1l+7cVCjv6bpzckS6RewDDek",
-	"vSHtL0baFzNN3WOCfSLg6Himl5ip51RmPWt5Snx29jMinyZcKIk4C6Zd1MdKYW8cEqaO0JAGRK/s057z",
-	"r7//o+HJ657T16e2VZr0UVDe3Ixqp2rUpivHdaQ3JiE2J51SROhB/V8VfTb+Z69nHvwPJ9kpqQRlI+ME",
-	"wDc/ckE/l030fEyQwDdobBqgrVBuu+hmTBgSRC8T5fqvkF8THxqaCSDKkIJH2YigreO3p43QR//83+2D",
-	"7S4akCEXBFHlIpAdLpJR6KKQYOaikOr/4E8uksp3EWiRCDMfaTZAHg8JGgoemt55EEQTpCgREt1QNc68",
-	"U/CI+cRHPFI3WPhIcUSV1N1HihyhCRGeHn1AJPQOw0YBlUoij18TkZ2M3uFGbtFDymgYhU63lSwoZYqM",
-	"iDArSj5GRKpTv2JBzc+I+miLeGNOfLOievReQAlTSOr/cEYQHyKsUMilQu3OIfLGWGBPESG39Yh0T1QQ",
-	"P9aZMyPEn14SNlJjp9vuHLp6xMnnUiIgSkyPh8r4RPJjPiMeZ77Ua3iDqYo3UOhHKBstGciipZq5zgQL",
-	"HBJlme+5MTrOU/E1t4DxT3pp9Ir5XEmkxlghDwsxRUwv25a1XqAFFoJe4wBpoQjLpm0I52NExDQ9FlKJ",
-	"mR39fwgydLrOH5rpHWDT/Cqbr2gQUHM4mnuVP5Pp/HiPkflR7zYX6G9wAuRlwd/SMwpGNsFqnA7MHnmL",
-	"1nh+O+1FjzltKocEY0FbAb8hwsOS+EfInimGICN2xfgNQ5yhG0EVkenqrWGMJ9eEqfI1Y4joHxet2YDT",
-	"gIidMVflQ4IOVh3Rp0mAKXvFfVI2KHlDhGFSHk5oQHwkFVYkhJEyqQj2NVGKiDHKRogqtCU/BtuungOI",
-	"Jy2BTn59+/L49DU6fn388r//coImAWZoCzMcTD9XUycxI8vRJmGarT448mPguI7twbko4+4XNFBEnD6f",
-	"n9XJJ+zpdT4CaQNsRCViXKHOHhqTTyjEmjbhq7Fl9rIBUt9ZvLbxEE7LjlMehnhHEi0LNPFRXx4hgr2x",
-	"XmAteXDAGekijEIcDLkItWBnpDg2kORywmmQfrVF/ctLyp7+6c2b5+7nz5/RkOoO9cft6rnoR2rNJ+Gw",
-	"sn6Msle7mzorA13KqoHDr3XGbj0Zxbd58rqLsKHzvtYzm568PoJDRxL1NFLDncO+IWWMjMqEBL9x0bsX",
-	"z9Be+7CFPkZcxTthvCaJLiDHXCh97OkNNJQmCPYlGmDvSp8t0AiHWqJHgyCrNnTalXs1NFPJzteKfqfr",
-	"/CbBfRMziv3oyetyLnkL3qbiorR3Blo0ogkeacVBqyF6pIT5aESviUQknKgpsgZOqodocWMUnKqx6x7L",
-	"R95203OzXapi6LGe0c8l432JxQjkFGao3Wq1ND97AQ4nxF80ELi6Lx/NfqvGcNT4hJXoO6fMCyJJrwmo",
-	"jkcgWaz+IBUWquJAIcxfKLtrnst6WGf6NcsGVjEMGOI6BvKOSB6JKhWBLTrorBOwZHRXZLriAXdGsPDG",
-	"8yN4ZQWpUQi4QPoNLtI6wQ5lkjBtCF0TowaXUZA0HS95Oxfqh5L5vzg9eflcv3XH/LUFw3DjQcTeAhdl",
-	"7WStoQhiNH67uGiMtSZIwu0jFOt/jNyAzNF2RH5hd1I3RMWcuFCXg+mSSSX6aJVQ/UULBCOmnoKABU0T",
-	"YYnIhHtjFAKVWBVb06JeidOzN+jwoNVOxQkfDiVRsdJrTYhHEqnPaItKvlyvvVwoKkOZEZTwgUpeLibP",
-	"+RVhZbrEMVL6J7BrNJ9rdUcSTxBVxV/07lx++jy5nKnQu/VPMWPFTtgib4FDdi2sFfvHzMI8yFzjV1TM",
-	"N/4ZUd9NpQnSdrBA2Or8+QVY4G0pmUHsVbnjylRaI8nA12aP3GmkM/BSTjiT5g7hWGvUinryB+xbiz5x",
-	"wTH4E08mATXhUE1QLtLwUDNPZe7L/uvszWs00UoUIkJoQYfIpwnx9MQwgl/54DfiKWeWHSBn5M0QPKaL",
-	"iONnHFAfxnCi+3Zm7uL2z2FUb1gwte2NB6x4Ol7rbtGQksCP/SBbe61Wq9U2Bg1GZno7nAVTNOD+NHVi",
-	"wCdrRuTmp7cr42r7dceu645xlZQN2zZvpj6VWWrg1t8PaTYkfqjsTXHLpu17NqvLn8kDc+t4PiYZxlvn",
-	"1J8ZxvgmVoCRmwdahedUaj73V2NMDwz8vc5uq6U1bSIlaP5O7KmRyLf9NpwVlyAekOWt+fX42fASOPgU",
-	"T+QyuhlzqV9tLsH1GIY4kGtfsPj6ZgWamVizqAbFQO+rUo19aG6ljsHk0hqPaSfXtxbgeqqxDPWmYXqr",
-	"oH3wQ6155PV5f4UJxJ0u4GHjlEtcWZKOwNFldDxXW/g3+gCgEnG2Tl6H8T0nAb0mYroaBd/thhJ7duY3",
-	"ZDDm/Mpx7VenzCefwJeNldKGP8RJll5oHpy3Ot1Wu9vq5IJzYBKVbfcbB/t7u522bguqQjy6sVKTM4WV",
-	"Hm+n1VoeCC9t4/SVjusogVl8p+UoQUcj+GF2UZtl57diIefal1Mi3TlTbI20UZMmVpji8qkBM6xRJr3g",
-	"YkB9n7A7nWUtc5YlKud/8wj5HDSwMb4maEJESOHqVp86EyKsF45KZChbTyQ9Ce/weG0SSiZaeUZqeQOm",
-	"5COJpMcnBPncuHnt5Ry8WPBIEdBF4aM9RzOXjbvb69udU6a0BRmYMd9hh+D6PbtDmVvA3WEHgxHmH5LH",
-	"wwOc24r4zUgSoecOYmGF5c6PvJSkB9HoyNylweDA8WKuPbPOBkT99a3na/4sXcD8eJ5zRo4Q42BGrPON",
-	"6gWP2N1UxdZefvMssT2Kr+4eoRtsCHSo35Fnptfp17V3LR5t9a6l5vAVmcZOdm0GG/OMcTXWdr8Hp98j",
-	"mXjJ1reixTyZFXTKYlrVQt0y95762mXhsVIpk23zMAtzNzvta1kfrfU9/Bo9lFEy9467Lc5yXSDbeo0q",
-	"QZxitMK6xHHAC9cF+q2/FrZ5KYHo39Y74YcihqTv1Sa+fPN1qzVu+pniAo/ID5E/Iupumsbjgl/DdokG",
-	"0Ccin8Y4kmrOu4F9H2wDHLzNRACCG6IYX+3ZEAl7Y2BeeTF/NZgZRRqwUD2c0vuG1IP7wbw37TRtH/tP",
-	"y6nUxwoPMPhXzA3u2cnrszfvjt+eXv7y7vT85PLs/M3by7PTv5zkg9WOzBW1q+0YomysWBr4NuKIswZ6",
-	"bWMN8nczoBHcCKoUWaPYhMuXlc+UyoDyvfPWfomRapyExvKsG2jrJ7klmqa4iQclGMxOPWin6+yOf/7Y",
-	"Cn99gt+2Px/Knzo3J3vi/GD6/pC+aU2OO/L53vBPB+P/Orx62aqvKeVWZMExZu6mUufFQzstYFxrNUzT",
-	"HhfKI5ioXOdEOMQU3Elxbhd9rLZzc0egOEeB7ruxyn6b4Sy0HuMbCGstEuRxNqSjSBAfBTSkKo0QbB+g",
-	"V/SH7bWu1yvMpvZbeTfX9JO8vfEOK2IHTj55hPjE75oATISHigjURjJvdJxzjkLMprE4kisssX7bS/2y",
-	"BX7srI0u0tFRmcpztAUmJFwL4fT3dCuKiw5BqDtJFOriNU/iVWfufXbrPcORgvDmO94itNr5rTqO1BhS",
-	"x+BB5AkCmWQ4kOiGCAJG4kTwa+qTgp242pO1d1N3W7mNr7nZRWs0plesAglyza9MpN36mCO73OlN5B3v",
-	"VR9oweZuSO+6bGgLYtoUVlQq6klEmD/hlCkbZCeLd6jUXmmvba2vMQ3i1LLV9cii7D4jAtweUdrxCsua",
-	"Gc5CqZIoax5mJlxMa2HeWAsUM6ZtF2EEcS5IYJbG5KXhuIqGhEfKPtDZtm5CgigbEQnU8jEiETwyJT4a",
-	"RkGAhlxkFMPT1386OTu//On9yfuTy1+OT89tZ7tfh9SS0WTChSL+K+JTfLezeb+wv5leUai7RVq7XmmL",
-	"88Na5HPUJ7RM7pMwsv7AnfPphCDjvIIYxuJc0BZE+IPn2SMTiKGQEGSwTtax4BArGKGRrN7/xAiFfusb",
-	"oLZ5KZvo39Y74YeyvJO+V5v4ck1Xt1qjoluMpLmTNpD38t9m7OZGDLz0wTlhCmKy4AtNvn8Qo4GL/iDE",
-	"aDQYuEiMBlvCHbkDCAYUowE2H1283XAuslZ1ZtDoZMWbgbnIoXpxQDb8xyjwmYQBLV4h1ieJbdqy9wn9",
-	"256jm/ecLvrQaDQuZv3tdW5bmj69AuleZx5bSL5J/7MVVjZ5pJR349/Xvwh3czf/O9dC2+YPtx4PJdNy",
-	"/a++GMtlW9xybfItGaMJbvRsVMRKbr8Ctkjx5u4dj5hvPWEZrdcagLFfTBIlIUvvCDGtdlFp1K+JIB6V",
-	"8VU0/mTzDQ7cXA6hfsSQqonnnPc4mhjQ2yWeRGhVREuZ9ye6zvFoJMgIK7LiWiUJ8vk1YrGmKZVvVJ8h",
-	"uYl1HXXDrZDVa2ADtruOSYhxKidvMm3mpmhGsGhOlLNMZCsOghrxpklY7DvMRgTCTfMvjdH6XAenr3Eu",
-	"IMik8HDufIQhZJ7IeIxDgpkDdGBIw3FtUI/ryCgscRu7kEFSI+kjWWPK1MGesyqt/cYpu9QGy1DgMGYJ",
-	"G1NvqcI+NOA80LMAOEZL6DZR966ELmtltqDXhII2Dc0R40KboV04riGput1qJZnOQ5N2d52Rx/dcIfU5",
-	"n2jw/vyZU3KXfXr8+hh91oq9yfqQExIExEfkE/aUyTuZ2+IMMOStQxUJZZ1AeiCgU9O6DZAIIWXx5+Qt",
-	"WAg8BY6aZx4p6YiF9jTJ028Qx7gvGoUJhM+A9hTPgHc8DoZvZLIysG/oPwHouaZaciy/NInzEOF1peIg",
-	"8RDd6xbIusLgn07pZVCqFs9tZsk90aqetFPmcSGIpxCufHL1O6Zk1GUr94wHAYEAqOd8BRn6nKtTNokU",
-	"SM/isbFYFSvkhJSJ3pKRXsBYMwBkK+606S7dmhiyTEKq0GTMmV4oRQIyErhcICfnYQaaoGPZbyE0QXaK",
-	"8Ku74GR7lt5yzcnFOKfq/fkzc/KG1BPcpl7lE2MW43dlMDd6Pf92b7bT6/m9nm//OTf/dHP/9HoN3fZg",
-	"9pf/KJNlz7NDLa5Rq/SBvJNy2X7OK94lfslHEu212uaa8+SwefLkkfGsZJNX5Bz8WDVbF3ZvASOl+Ryr",
-	"yJ/sZi9ilpQqihp3iSSifr1jJAWsuy055JOTYK7/PNpPkUpDGd8jA+iHIB74yARV5afxnfVht1aQUT5U",
-	"Px8ylMeezk/jNsDKRQEbzYz6n8eN1jq/AY4GUivAT+tfJVEuIoEk6Ham553mQoX4U5YwWvPEtOz0VS/1",
-	"/C/mgLGXzz/z4gQ5LqN6zK1wXpmwYEhLPF/vXs7pNqu0j7Gsl4LUZBkTchNjNSGxjNL9zBB7gX4LVJQh",
-	"Cbs+uUU2K+DmjITiyLPh9NWSwnD0CicuPPUe0ADnbBYzc2OhlKXx3E8rgjSjurExZSlI94+KKWb/rHBS",
-	"HKPn717sSDUNSFk+TnHqUVlEL6SXUzZCgt9IxBnC2tzHI9PFIjqNUzYWb+5bPCIvKbuyxpVN66j/TJL6",
-	"UdOMiLPdSqyF/LYYExWmkBlZ+sLqnSrG1q54tptOHslcZKL1t4A8pgqy5Zm93C2eIvltrXsiVp95lWdQ",
-	"XYlYQ2DprqoX9G3ez1B/Od/YMHhJEFZK0EEEgWCCaCrmN8RvoDcMvT0+f/ajbjZFIRGaTRhBgykCNxc2",
-	"C29w0mR8oV5eleF2fi9SbXPrDx9aO0/wzvB458XF7e7sr7nPB7O/itEA/7HX22r8Z6+3vV2qaV6a+Ivq",
-	"Vbid0+4W60t8YjFwVzkJLYphVcNUIMYqleuA6HadQMsw20EMzbvY4JgXnnM0UqFFpQ0uDcbjbVXLzPrO",
-	"19JYqI7Y1i+gcUmFjYwXzJTacB05IR4dUkjpwpECnIYVxpU1MZc8Nqvkp0zY3QI3SBaGrsSMKXVUVPOw",
-	"Pb6XUehi0Z02ra/D1/LmxDJuYVqHblOies/5w7JyO4cOE1sHNrHDynRtWXljc54upYT1aL0LY/R0m3Li",
-	"4eoHu8DzOIOKC3Ob30Zbeuxw+9lCWyCXtzM+wMweJa6UOapIsVKLy2sBFQ/Rn+kPSBJBcUA/E99FMhmB",
-	"JEx10Vsu1UiQs59ePpLoN8nZAIWRVDbyABDeGEe9XtRqtVqISA9PiIsYRxGbYE3VSEZC8BFWxP6KZOSN",
-	"9Qt6vcg/bLXcBCZrQAJ+g9qkvdtuPe4gylCIR4yqyCc2RCLGgTzYPdxF9uJCblszydw8a+XKgiI+gkg7",
-	"vQJoy+eetIinjdCE3S2VeCqLwTjvBI7d1p393b2WVnEfP9H/W6bOJUJ5iXvMIN7Wv9F4zpMk0HoqHFdv",
-	"hLU4So6n51ylhtT8PUzh3gXaJ93VRu5Ip+nWdRdemHf9XH63dIwGWi+BVTpClkmMrtIGQ7uVN6WXvDNZ",
-	"nqUtY5aOx1dyN/jLGCuEMyA1FgMBK4i7zsTdH2yvNMpVl3B5Q3M5e5HFCVjB/DP5sPWNCXjHsRefSEVK",
-	"HGDv6py/1iQYrKtPjzOf1jktDTBA3PoNLN8dvW4P7VWD2L+stsTMkrmZPPcyLRGeezbGbFTuNf4lBrWB",
-	"hhaG2DRHWzYlNwGWXXr03sfcMa6T2OjJOGTS7XQT6isQTrw+c/Nd5m3JUlKZnmKzv9E5CScB1pbR1oD7",
-	"U9fCQ0oXTfA04Nh3jVjaRjIaSEVVpAi6vYXvZjMX3d4m5435aJJQGjBd801yKZn5zqBr2C9AxN3ewgxn",
-	"s3kTSw9sfhIW4qFrA5rsPI4srKMkgD9qvOAyCkMsprEKlqIpHKE/nZzbtrFJPbf3mSCOKsNr7pmKoZJP",
-	"SsQInBJtxYOWWR0p3cMwufFJr2Hfvjk7dyr6z1462nZv3+v//unkvJSH7BaXOLM/KtUF81efJK5WS7RK",
-	"p004QIfgKjP6bRdNokFA5dioYBj5FhqHR4FfuqSKT6hX9VoDBR/j92sdbdfzM8DH8A2xP1znMMjMTwVV",
-	"O39DlO/dohG3mzjAIiwdasGYS5FF9Gg1YxJ1WXKDNyc7KkgCDyQPNFONlZpsyW30/t3LilvzUt0h+/p0",
-	"y0yoX7xDSBDmEwERPoy4iDRGDdRzEjbuOQvv6Ze/NANhp9/cc6p2rVG9az0HbeVQ4wC4go22G06t28VK",
-	"Kfgse2oWDNBIZEw5y2MttwJHXVM+VhiOjTg5yfRsrIsxD3wIESLXREwtNr0FTVUxpBCyx5pEWy0TzGGw",
-	"8k1riMsMCVESUbVdHkxUoqinCi2HehDGIRWTrFlfx7V/PI3/8pI/9FdP9X/+x9PFLpkaKnU11cxDHd6Z",
-	"UEI8hYAThFFS5SLpfTvP8TGPN/LVMhaTVAaJMFnSRffX8xrXqhF6OeD3+QMlQ6nfNEks1ySvi7iTtXcq",
-	"u4jFfkr2MbOq1Vta4Sm7p7WQDWV6GNth8RvuaEkUFf1EZubU5jt64iqin8q05CXb5W9Mv2/C9INU7vJa",
-	"Kz++On62c/bjcWf/AHBy+BD9unNGRwzEd2n6dyYeabfjbizNB7A0kz2rZMAYYu5OHHg/PTuH9DcXRKY1",
-	"Kv0TorHxq02YxBJECQ2A8zq7NGjLEMr28kvvBFxw3nUNP0gUYp8gydEQi+Xd3TVOKoNVWOPii8SxEvNc",
-	"CLQ8xFAzxc7tkYyRzGoQcxb9sNICSgKa0zf8eH7+FhkkxEatWKm6okomg4npbEIg9QEu901dpCzco1bA",
-	"YfqlFJeFZbytiNQjiDClu8pa56nAcWMptDRYBDjc8kme2HMDSYkwmW1uH+L9zrN1lmaW8nataJSKAJNv",
-	"L2gkL9YeJnYkB4b5HS3rQy5n1aXz70lzr/ZmfNM2Yo1ghvUFAJT1bguKHdvaXKsFHtmaX09tZS/EGTp5",
-	"7KKTQxOe/eQI9ScBZn1EpakQwoipJmber1XduNjYlq025qIf3r94cfLuzEUv3rx7dXye5s0XiFssv+Q/",
-	"++nlsW6mj/5PxIsgtsRQ6YpUo0c9T4Zv7bdFhK88Z0OrMuadyI9Lt+6t/Bica5Ggj/SP5dYFlJdcGvBA",
-	"iXjNla2Vmx2frc4mTCis+WS6tPMurN5FNRmd/fRyVXV4tW386pesbHFeUBKYON2FVyvVoWkL0r+KLJmE",
-	"wnZtRvwEqzHa8rlSxLhsGQHkI/hVJh7yJMa50WrEf/ecbfSv//v/QTZqNw6FzY66XTbdPHryPRO2KkOT",
-	"V8vUugNc9FrTsF4IUgjwLFSYEoTswBjSEE43E1BTCAQqvUX7keBAjVdc8Hk7gV9VOAcAE3HFIwKCKlQG",
-	"M+cRxI1fwRWCRFvmAiEB1MHMd00s0WR0GXJGFRcuPP/L8cttKMErASLNPLePpIGFhuyTGK5xAXRiqwu3",
-	"n9twQCUPSiTIMJLEpjvvtx4bxB6q0GBqiIIyqXA+CqR9UHIsDaaKyNJ4pHkKvsHBM631GS/e/NkOYztT",
-	"fPLDKp3ChN6Z+dR6pkDVZgZzby/2nBt+CcplQWAaKivjDFOOKr3EWADkmIkztlHFF7edvVlpEPEcHPp9",
-	"sENby4VQZmwZ3PSykZVIpwoE9bVKoP/ilBH/DEodrMjEhRxyKBzZBW1O8Bv0IYmLcNF120XXHRc1Go0L",
-	"LVXRIPKuiIrrZvFIEYF0d9vz1RaKexBEYcF4ycaZJy/961aWFnq9xvYfQRvv9RomnqOUPNIjtTN/pJZZ",
-	"eMkfK2MeLHnZQqswHombrEfZ1lbULXuZVCnTmjllk0iBtGQI73xGrZ0n6BLtoAbqmsR7ykYx0lVA9EIj",
-	"LpBPR7QQV5DWgi7GTi/Mk9XDhLy21XgxMBULS/T1OL7zSbb4586TMvU9MK9d0En7MNcLfFyMXRFApULd",
-	"c+mW5ILmV01oMkmGcaLaUT45gyq0Bckc28vzYr7R1TMZ4K+5OjYJLHdJID5GBvAQFGBL1ybOSK9gUq4D",
-	"JG6Z+CnoofsrpMiZ4ZvicjYDZy0pcrZc63z2WrZAp6RaTdG6zds3Z6e/mhqeOQ5uPz7YfXxweADn2hL4",
-	"jPn5vrZJBCslyafFLdZiFOytxyjIlL1Y61G7Umrc15Qwfof0uDIUhsxS3PGSz9zvLU/6zWXuLo4TnS95",
-	"UT83N/tsjQzdssoR90xonavf8F2mtRaz+x/Ao559xZmJpl11+wq5USQcEN8nPtzHAiKkmxZN1h8fSYOn",
-	"QxmiZZrwg4Y0rJ/lFxX4yNatiFf3IaRE9sYvJyMqEYZKWHyNWXwPl6dXP1Wu4IIqvQ5ImLP8lheHafEI",
-	"LU1sCScQUtaVY74x0McTrO1FbUlckYnSFl8Mdg/Q1Pmoz0jQOhftbzEtucJPbVAUShvIf2FcQybclEoL",
-	"5adHbSPnQ4JZM6SsGeJP1lCFas33sfSSG63OErMv8VJXr3QKFp3UhMBiFOlvkrodCEsUUEUEDmTi1LLh",
-	"4CjggPMdTdBgalHLLFoZuhljhfqSMMkFnlCk6YUGpI8mguruhxaN2u62KTMyBV8plkrLKv2n/Bg00Kky",
-	"9qM0wzz76aXuzYxS4imYlWPqjZHgQRBNEDjKtQ4OlUtg0DfjaQM9M0MwTjgeKYQTv6Crm2t1XuvsSOAb",
-	"BADtnBWLofTlx6APXfaxGMk+8nlpwPdc/YB7Amg8WY9CWlISYa2K6Tu9iSvOVRAAIy1LmNPb/fz4/PiH",
-	"47OTy3cnb1+ePju+fP/uZddg9NknH0lDyQ10HH+VoPL6FpI+wKORJhQjIUJ8RaQFQ7du14gZAtwyRDPU",
-	"iswAe1eaIqGsnKD6MNl20SCCnm+40CafVnmIyPP1CpOPJXHq/bAz2GmVkZX+EU8vAzyy14wFzqaaqxP7",
-	"DEKBIKDFXDkYntA9aCbAEtiIwsWNTZq1s2yUen7jRy8DmYd+dlrN3Var1d47LBtzNCnzPpdjkUYTpzjJ",
-	"wnvLqK4o+uavHGBvl5P6Ai/yO33urQ4wNuZCm4Ai1Do2RoIEkJWRrUT4ewIaeUck0MQ6IFXz6zIhgvKS",
-	"/KoJZj6WiA+HkiiEA4plF7FzF7EfXcSeoy2G2jvtFngiUBuFeIoGBHFD9tsu+kVLh1eNvPMfPL4X//nh",
-	"/PmPF3/95a+vyly8FbHzRdBXNx55OSJhXN/uwS34r4+u6ijXpTSWqZB3T6M3qVv3XRq7pqjhgxi5WfPr",
-	"S1D3l6balQg2Di8pVcQHPGJ+qna72oCYBNgjYx74cEXimyIXqXbBplagLrNl6kSLldwL35a96w59X8zR",
-	"1kXJYX1GtBWnyFouDqGRuTmU0B/cEcayGRY3MS/1wt7lkjD5IwlBTmBCbJxeo5jcltHJa9tvC2NyFl4g",
-	"LpYXtBTtYw2XhGcxmOrSPSzgV7bLon7uFJ0b4k93tastHM/dLl/v+KTUEykKhVZinmq6zgLWQWJMFGoD",
-	"WVrzBSoHSoXMO9HW6cnJSRf98/87ZUPKqJq61jKG3H1bTMrDQky374Sub2NLmUfuNOPZIqqRx1AQbMXj",
-	"wmLcLyJ5e6lVwTX1QFbSUZ4wBS7Fuu1fmdTrctmXwNfXGf+8rSKUY1D+Fx/GxcHfyxXRabUq/BAxevHC",
-	"dUldspnNWAmKkEASmxbrVpITH2UU7nkZf4RuZykDCW1f2OAwxoHHFiiAdyl2kYio9tJQqOokaDiPlseP",
-	"hsRPi3NYYOXVn7Jic8WHrMRcaNXlHqBs9bdMOvsrvWSy31qt/ePV+pfKX629EfE125cJyLoZ3wlrzSGO",
-	"A2O62ezu7IHukyVCI5Zgq5pbCeAAFzGMSeyVy9SKjF381qX8SNYIldirGyeRgCSwRRfx+TVegeWpX67T",
-	"awGFJRrRa1P3emk22tLwxsze1QjjSPcu44eprDJTYpg8t4WBtYFLAmKnMaf4GiFlpU51bRo3Ll6jmcew",
-	"tGFUw34X7pKA9AqtIhOgXijJdI+CMivpEysd31XFWsrAK8oAP2JY7AwQ5hGKacScb9cZZDls29RKLq0J",
-	"NJK+uZAk3q6NAVJGrqsVo6nWgdL1rWKKSBYWf+U49ss5dajsWqbUrXxZKWvnTGLA4IzLqayiqlXAfd7O",
-	"4L4NA/pUfLGX3oLZ51y468PS4AkCLoC0AQNzQ7Yej0u8Av3n4DTrskzdtLdSzcrN2ebx8uRGX0oqX9Bz",
-	"9fvxy57F6EFn8bXyHbP95McAvKsleETZ69jH2w10nit5LIiKBIARyARrD0wA4kOehc3lGGDvakjhrl4S",
-	"AfhQ0vh0sbGq47c9kplSdPdKK2NckRXhweNMtDXd3ZfeUpdnr9XIRTPzKaOC82JFkEwY535rsUesJEc3",
-	"TZErAQuZu/NXBXLAvkT8mgjrBZETzKQbBwSgLS0TTw5jH0naBRRh063M1Q0aUmW6SQzI7SMEgMIfI/Ay",
-	"NkLfRT3nXWYsBgiu/nYXTJ8Va1P9WyVrKRnwK/KlQlPrOB5gPGnRivtLXenxPJrhMAqgwhzBfoKfVROK",
-	"Ihazpk83NdkWC9y14M9nZpJCY9q5lE3t4u4I9pnx+hvSKEVBibmmROgDWtAR4iyYgrQfYzkGCGlQFpej",
-	"Nt2R8OJBVW5ozbJlVQVaTFxE7B/QHVqXNyisNs4MvpcPX6Wleo0qp/99QY0Ysf4wd8bnnL/EYkTWES/X",
-	"XqXglHWSWPRjzs2tynoyarSCnQuVGis16Tab7c7jRqvRarS7h63DVhNPaPO602glaLoLklQLAa1zQuQ9",
-	"w9eYApesJTdVL6UL/3TMP7trCEQ8IwI4PkoHq9n7Jwjr1aqFj3ik1rQHTEaTCReK+K+IT/FaCGyVdK3M",
-	"AFCoR4D0Y2uanCTiDm6CpApqfd7PF08tA1a84yFd8N4td9JZReU5luMBx8Kvhc1mHyqmTtV9Lg7UWo4B",
-	"F1axAbhLX1dZ6/CrtgLKc/XXhSDJRpGlzqUzCbBUL/mIsiUludZVAFa/r3J5wmgkx1y9F8VkeC1QZbfZ",
-	"vLm56fUaI4GvscKi12t4PGyaD80kgXu3M+v1/ug/pVAM2eOsdCDG8nlh5WyNlcrWMrpbslHmYrTIVrnO",
-	"n9XTHSYLiplNsJQ3XPiXEWShXK5sPBaEVHV/pb7OlSuG6v60RV5rJ+qXF40kEZWusxsykFSR5SpixlmW",
-	"dJjl9AxVu0nJ6DJRlBc0JTIuxwIZTk4Hm1mqolgt0HRW2hTyl/KkXEp9c6VQjZBIqp1mjYfCWVN1gq2a",
-	"L6mfAdQjWRYqbAmyuuzV4w4CFJKjTLkrjAaemE6gKOQ4TiUyHsU58+pw2cGdoYV405NRlQcCZ2ZUav/d",
-	"CKrAA6obWnAlm6YfV+hgcVmOcLvsEvVhDv11Xr6VnetF98Vdz/m79hOf+ys/n+gBib4eU0I2sX1/z12i",
-	"KGRfXOpAXaY41FYIMm/a3Xfr6Qe1R1k8Uwtu4TVW7CumIa5Sry9/2syl3Z4evz423mHN3I38Xh7s1cGk",
-	"zpw6+e7fM/oxIgh7gksJN+/W+yGPIGsBsCQUFtbh/0gRqSgbPUJbmvE9bMsDZiGMjnf+gnc+t3aeXO5c",
-	"3Lbd9n6rHMooc9oVQRdq4EdqgbSmeHzd1fcbjw+m3MP4VnTX7wjEla92yFaAEcydbxfJIZbmNt/pKJ8/",
-	"+eKDM45fHZAEE34wRZgho3c2zLVUtb7rdG+rVFfnYgbj/xkH1IcjYy0oIjVQvRYKsgysY1V8UzxedPIA",
-	"iF4QByDf1gHlq2BYO1AtDC/Kilp8jWyYRl88DC/+fLdgs4cBbql3RfKODEGV8B4M/kXrEqCnUDUtBRVc",
-	"rj0mkSul8S8RUzRAOM3WN5q/a/DKbMHYFDZjBIsoFUqs2XxFzkIKQ2t+n2sT2cU9oDCSCImTTxNBAG60",
-	"3KZe3eouFGsT+MbJvK+8PBuj6l6RKPZaWr5fX6ZqHs4nueACUi6QXZaEClaxtWxhYnae5YsfVw5J57Hs",
-	"FjcWB6uawPFzNeCC4qZr0tJ+TqB8v1dNLRHhD3tCPECxd6/cGi6Rx18fnkyluCuQbBoh5pooneSxRuib",
-	"Iikkeb40zCwJ/ILC0XpoEUBaCx5aQOv+1u2tqYaXrYU3m6H/RE+a+9vof6LdTh9xgfohwWzr9hZgahpX",
-	"N+PZzEU9p/285+h/TyI9weYr7Avq95ztfgOBIIACk8IouvpvquJhmBClmzEPCBpTfYpNj1DP6TmVMXM0",
-	"gR8uWKydVuner2QuTycl5+0LHgSa00v2q5sZIQQtU8gI0Io9gOZka7uscuYsoehZWYS9JF4kqJqe6UkZ",
-	"eoQL7h+hqmy5Hy7JU4iDFW4ok2l0WAGXCGLA9KOmUG18LHWdX3eOIzXeMffpqRCZ0D+TaRJbALehIJR0",
-	"F9B12oMqf1TPi7Ihnx/9GWDx7EDdTWmvXw1sJUPvB9TnSlpB/+P5+dsmpAwevz1FW5IQZJkqRu2ZCC5J",
-	"j3mcKYE9BZGYgLbiQQQi1GOIU7MwZVJZrB8cJMgzEGAniJxwJom0nsseA8lvim8gGVFFXCQ5kL+x/nxB",
-	"hwo40dYN9Umjx3psB73FamwYVk5IEBivLgw2wErrk48k4jcMeQE10EHEoBmFXajGK10EBzXlTLo9hpLS",
-	"VgnoUQxRgfSDgLUmAyzHaKs/f3/fhy6yP2CFmzJJzGj23fjXbBFdW/N51uxvmzhFyQ2SKEaSslFAdK9x",
-	"4IzIhMWWDCHf19xSxHsFM9bdwqpBs/DIomyZdyZoJTJGuM++LpJEyObtFZnO5iYNZVpl09SonvXtMLDK",
-	"vzxeYSpQPxJBP/Zuw4B0j+DSdhHjQg8AMLfajQOrygsOQnErs5pJIkDzlvqzphHl/QSTXXdpqrTA/qYd",
-	"jAHf/nN/u4FOrg0fa/YIJEcYklOl3nYoNGKWRw+QshFMG1iJiySs3pbHprpBTCiMI0F8KohmGU2z5jUx",
-	"F0BqLiUS9X/dsUEpO6d+H20Rb8zjJA+geiBhTcEKcUZMX6vg0Sbz2Wvtx237paC4/SPgBZbkbJk1SR7f",
-	"Sx7PAbD2TWw2hNQENDRC3hsT74r4tpCv7levvV5ABEsMYlTSz7qJfnBElER77V0DBWe2A6aqFVmJFL4i",
-	"GfV0SAOlx2Qbm+oURuwY8jVsjrb6L05PXj5/CmRhSRa+ubx8+ebNn9+/tb+YiZmvAFGADw26mYto/C9z",
-	"IXlCizgX0eRPYCeALNN9uIhmPxDmx19n/pTawHXRSOn/ExcFSv+fuCbe+Egv8P/o635tFeT+0z5iECss",
-	"txvoDQumMFe43oJKA1oQ6gkTCGNOCf4o2Uk4UHSXyXFlxCcdMQgp7MHxQhXELSVIbtq40bsEZ0q70bI1",
-	"j5j+qevsNlqNXeOGHsOBmnKlx4OAGJlqWRI0W25skmR8p77ThW+fJe2hv3iIlYZR2qRp89fOk5vo2YXR",
-	"y4lUP9gS+JANYnMUJgC5pV/V/E3yPLjVh1x4dQHa2EZRd9qN/WwWlXOAO2TPbw9a3pNhNoALBmJ0qBWu",
-	"4OJ1KPdJ5UwOJSJiDBpzrurOO632ihPO5Tp1Wu38qJclvkOWFYxrPnfb9AwU6XNILbIl/HXHWalX9SLb",
-	"vGlbnvrmTXutyrzfZC2aRfcuPNde/tx7hiMFgIDENw/tLn8oqVIDT7RrPBEHQJoH9uuMKx/YBg92arzJ",
-	"aBDPqdTkaqbUeVJrgK8wm9qlB/1/v86650tlwFO7tVY9Dg00zzxe/syZqSHzA9RpMTp+nMvl/AIlXLSa",
-	"i5RFQUw8GWgwhULqOAj0Gc64GlM2asSenzjtQToXus+M3hZrdbKZyahtVgu2AjTYSlLN1sB6pbmyyr+Y",
-	"aW7vWmu0TORk/MjdpWUus9jp2mzgAkxP7MPNJMR+qBaZF7O6wuc4fXWc+FxLPLZWm2ECCrQQ+ifxKX34",
-	"YA6Ng5ZBoevsXuSnVBOCJI+TtMzBnKvGsqxxprpazaZxPb8ZMIQin1TTk9f5UOcEdimt32IKpzC3uCKg",
-	"aqQrUjTe546SMzBMdiaYinKgJy5MMUDdANTm32A9jpA1YL0YCzaTR6eb9W0SIpQUlEQ1egxQSPvmQuKp",
-	"J6/7XdSvmlrfTarWlI5H8Jsei41uAxKc9NVHHomhfsxo0RYkosVJYcbLACIqDvOBdcucoM8MEe88pzIu",
-	"7rHsILWPZJ+Yufooxjc7PxoQ3KVnMb6JW5pHH/QUT6Aif8B+wua/y5P86z6Sc4fryRP0r7//vyhPr5oF",
-	"fs6xQIGAkeIjok3p7Emb+FkWHLbC4owuOGnjJt/HMWsANgC9wsjWJ/tP9P8S+NGu0/7RSSArTJvOnpG/",
-	"jvqstzDrinbWfzoXsWEf9mhecDbnD+fi6dxp7F+4H/IL1GlffPdndhUFuPPrt7RxvK6rHvvvAJGCIf2t",
-	"KTYP9/Mxztcazna0Zb0fxvuTPLLdRf10SUzNZuq3TT3n5HPHfv7X3/9h3Ec91i/ovn0XkUCSBSqEzX+k",
-	"MtURtGJw1GPQMnZBDrg/fSRRX322nqp0fJd2QlTy/kZF2KgIX4mKcAgqggHstj5be0jDbWcmsMBUfwDW",
-	"NmUzZD0FoXjzYcL/VvMc6iftxfaFu8A9aVqaELl/q4Py1hlHIfVt4FQGA0hwHjrddh55p9yBudeCEyG5",
-	"yDYuzdyJV1VVemH0AVeZW+L06nX9B3+6BBXuy9zkStvce7ap77N0xgudoTFii8+ViwapZwolcFsbP+nG",
-	"T/oF/aQ2/kXxjFQGqAZ7+zyYxjV3B1yNTZyMiXNDWCJGiE/87S66/fn43eXL4x9OXnaRSQFBf4VIy7+i",
-	"Dz5X8mJWw8laFOu3se40awagv+pJzAnpEVEvM/F895Ev5n4nlQ6rIx/PyhAwoD6LMU3WyOBfhlFbe8uf",
-	"iG+EvzlVRW+OBYY3QQYmP1ATOYTFWEreMtjc9sLfEO92KT2791FDlnsWkgBPq7fUZp/0HraKhWI1xzxR",
-	"pe7kafuUeUEk6TVBAb8hwtY42ArN4pQFM8VAjvU8CWkicvWbo8mk1psNdOTq7y3ra2IyKtLOEkSltrsE",
-	"FnqutLY+4LQ5ixmC6jUQPxHgcEL8I5SzUVPrtWqOelyXkn6uGlyrtXx4D+cFm9/EJMvOuAnR6dkbE4cP",
-	"X5RYuWgLgjKtB+sHIgJqiv+ljo3cbxXrpD6XL5Dz/vxZCYzvxf29VRAtbU4ME+cMUSCZGGbzOXVXZRX8",
-	"Agxnqtm3O7tuvaCFWX33XSYZqNp9VPBluDGyaDrOHsuPBo7WnnPbc3pgsOh/uxDPil000P/Oeo6bm1va",
-	"BbiR3FZjt5X/3557O3PTRu1We1VP03ES7W5E5BHqw26B7wgHN3gqUV9vXB9twQ/ahMUo4GwUX0jZqNah",
-	"IBCgVXKNZApamhOGD1H/A4hBiBC66OdLkwCsPZQ1UYLgkPg9lkSNbTFugum3XWQdoFlnVdVO9DNgmp22",
-	"22MQK20BL0N/u4GO0RDTIBIE4aGyAa4wGsieR17A4zoUHmfMxKjEx2GPmdYMB8gbR+yqi3AatwYRjQPB",
-	"rwgzBeqGphYL3A/EVdNoYBHDA86vpAl5flB31u/VqPrd62pzcfvzdX3+3SpZHVfSYh3rK4x5m7mdTu3Q",
-	"MOMMWnu42rpPxDvc8mQSRut6iC4qTEKLR+JDvQKRhH0bvxBcHPDvOIpuZUG2cSd9Je4kAz0PFB1QqbS6",
-	"E0fi4dTZGTuV5EKv0nKPUSEBIJN2cYtHo1nzFhStWfOWMH+2yPpNa5rdV9c35XLmJEytIlJOpbCwDVx0",
-	"RaYGD4EqmYCT5IXC13pZt1GMHkYxim8YgEJs6A1DNPGQQGJBF90e/+lPsW92Zo0Zk3oUhajlmlQXU9ze",
-	"LZSm0y10S03b5tJ6gm2qV74w3XqcYrGYACyBotOgH1emAwtNGZj8SUBQ/H3iHJlgNU5tfjwaOUWNJMug",
-	"cS6ijbBJ6t/ly92YMjfGni+D4Fg6t7dYjc/ACVaz8YmmyItFUm+5b2/j1dt49TZevY1Xb+PV23j1Nl69",
-	"jfL6HXr1sjrlQh/dxju38c5tvHMb79z37Z2j/srON9No3uXmk4AYcKu8sDXfJ2K2IHxqkZhVBZzNIf7v",
-	"PcSfw1aWl1QEAJ05d9RD+Ike2PPSabSaFhRqka/l2Iux4O5nXRbw1o0lGfuy/JAyp366tB1SxWFnJ/Xt",
-	"hSZ+a3puUuVsbCugoQHRJifI3y3FeSBRJAmiSn8BIDoIm5Y5x2pMhRl5XIY8VZ0ymTa6X9LkmvIaZcbv",
-	"GuJPzkWa4LiXOAWSlMZWPmMxLaXt/O2KKm9MmJODaPlbNiNgBY/JfHH1h8hnKJto3l9k8hZaWQjfDESw",
-	"02l1Dnba7Z1O+7yz293b67ZbjXZnd2//4C+mYEnXWVBjzMI/OunKWRGTfgGYrvcuZ5YH39S73K1j3ezO",
-	"bFH57m3OPCjUMl+2IJ38glQmuaYLkiWa1MOY+7LWwqRKUjVUkD6PzD7vtfYy+N8JPqjxRGnVoOHkJw7T",
-	"+VtIpUycmjGb3MmEikn+GHC/Hjg3tTRXhjAlpmBTWdFC/Ay8AmXx13fNBf2urkufA+b7GxZMNxmO68xw",
-	"fAwZjukxqg2pAtBQ4vC15NhAp0qivVbbYK8ZNP4dzoLp0pTHrICtVD21PWcs29UPdXMt4NZqd0Y/12p7",
-	"xoX6YVqrJcHCG9eCYADkv3rqftz2lNVvXTvoL9Pc9l92IZWpnjV3d5HURpi/QHvGwxDvSAsp4CNNG26M",
-	"pmFLmKdldcdYVl0c6gcvL2OwwoU3KBUzyBYFu7yk/v37SCsRL+hm8XqkeMd+5dSTY1eP+vKSLr4/qrgK",
-	"rONGAqj1jc1TLib3QUyCp8mKpqMYvdNFEtjeRZILE4cywYCArQldREwL0LOfXmaFo5WBxlNQatgYPfB5",
-	"DP5/Z+OkUi3+c/JFHt780uMBF3qRhkOtwabw2h+cMQ/JCvApZvS2SkB9R30dYo1rsm/yg79VxWMXOMqQ",
-	"eZqju9XX5NlHNuQB/AkmOGtAAoTjGijb5cxUqmdcNgdRcNU0b8q5EvLC+QR7Y0QVCS2OyckuAJa46NrQ",
-	"jgnoPNkFXOIG0ho+3Bgb0O0uokMA8bU99Bhl8GCMzAhxM4Zq3QSg2xRcQn2jQ/UhDFIiokcywD709Uha",
-	"XGAse6zfcyxwC/PJJwPd0jDfQCPzTc/po61+z9ltwLL1nL6L+j2n/biRsnrD8HnP6W8fIWzXFy65Ybmp",
-	"VD0myIRgJdEWZ3YTFBEwqG1jrNjWsTcIB4Jgf6oP8hgLRlMLgsex6jE7nz68rd9AZx6fEKmXdciFXtqt",
-	"YRQEtna+hYqrFovSuc995LxgLEq520whQltpJH5ohAUomqtD4+ZlIniJTs1zbeMvCCmLv3go3Nw7Dbkc",
-	"xnfeBxsHP9s9cmPwH01Sj6SxdTfgEN+38Dfkj9paurdbbqvViskFYYU480gR1zYXIrSK9M8B6yy+wMso",
-	"W/e8wNtcxK3rIi5RDCDClCqZ8UukNRhsrFiFgr0YJ8C5u8W02ew1xv2bJa00ku6Q+AjFZS4A2N8bl4RI",
-	"6a/vb2DN6QgFcyrg5tnLIf1EfGOSKae712rsuU7ARk53Z7fxeOZmWtpjNsQswoFZqhXsrbi6Wu0rnvqk",
-	"vgnm+R4ssz0LeicUxYEtVXuE+ild91FIxIggrJSgg0hBnE36wWDMCBLyayJNsZcqro7KQhcj9QXcHg/o",
-	"xNgw1Yapikz1QrOEYSXgrrfH589+fCSRiLQmY8BQjVWMYvK6i5JrLOc6VytQrW1zv/Kl71fu5J+HvfrS",
-	"7vnffay+4YO4KqJsoBep7wkVbzPN1/dXRZf6+uPyivc++Uypz502GlIR3mBBVj3yYCRrdt5n+vQ3p9/3",
-	"5u/ByJxTNmRwS3p8QlDffNnfNnVucyUStYn/6qfzc6T4xAYnqDGVST1JzaXIuAr8tBL6vCmZsG+t4/OW",
-	"1on3LvLrxmf07yazd+SaXxGUSdgtyvg1S/QaScb6LZCptZjy0uC6Grpb4gLbqG/fgvqWq2W/4fUH0OBy",
-	"5f3TZIyYSx5Sa0vq6q9BZSsE5UKZcOef/+eZs0JuvBnNmtW2fLcbze071NzSUDWWjdlbGK+xXcWOdc/C",
-	"DOxzXX0sx48bleyrucZL6Eer9FTJkju7vMCuh+7t3OdA3uzyuq4MDpJSevHaPsBJXB/BtP7N3zqO7/yF",
-	"Xxw+OQgiILDkGH+x+jG+5qu8PN1vzu/v4Px+m7vFW8CUC2/ivn0ld8MdG+5Y+61cpUpLrmEIC105J9Bm",
-	"48Ep8cncKwOpAtVR5Z+MMTIZFyEO9J4KOhoRLUEu3PVk1cAGb5JqagEJPJLI8IyNANdGgiDYT0LBM1xn",
-	"GuZSZ4qQeTdkMOb8CvUjEfQBtgNNBL3Girgo4HwywN4V4gIFlF3tBNzDgcHyQFvtFuQ+t5qHLooTofWH",
-	"HmsfPGl09vfgc/vARUOv1ep2m49d9K+//8M1SDSa3JAgkgfXUOiVQ/QLxMLHof6c9VjfpAzIxusGDDBi",
-	"AZES9c9OXp+9eXf89vTyl5Mffnzz5s+Xxy9fvvnl8u2705+Pz0+eAsxfAx0zZDowEfg3gioie2xLEnWZ",
-	"5heHH5Xajs1xWLNHEvEbhjzOTKHAfK13NRY8Go0NeK7djR6DlVIcUeUWpgFGXKYSfBP14ZKmj7YwLPJ2",
-	"A50RggDMz3TXCP3qmH5gl/soGHZRQYgO4GnntueontNFt7dgbc5mLuo52H6VpOzPZrNcPDok6qsxVKB+",
-	"++bsPEXctHSVy5iX3WZTfykbdiwNj4dNc/sKRohewnP+2ggaPbgJngYc695bumu9aE7XyVe+im9vmzjA",
-	"IkxHoHcVek12Eeg/Eras9m6rFS8vWCEmIcRJYAgOWzlEifg1jRyyhFu8RB4DFFlN9Qw2cs0OyEyfm5yv",
-	"b96ZyIx4KWT7IDgPAK0BjXngS9SXxBNE9V2QYT++On6GrsgU8SHInljISzpiQLjSRXKsJRxcEXOWvwJO",
-	"jo0yTe0W/q1x6ZtKqY1v8WvxLcbkFHsWfRLQawN9uzWxNdc5IxatQPDJpJBAmNEoqryOFfteVw3c7Pka",
-	"MwVgu9w0I8SLhAA0X1VwcWQ1xdWgofSDdZyI91ZaCtkDqx2ya3YPZih14/347nyD3YxhALnE0kT5u7Gx",
-	"EVCpjAwVZBJgj/gWCRsdI2+szSc/0wXYQ4LoZ6+BSrRdRJStc6E5VZsVxvyu4tkKn+TdmO6BlNcNX234",
-	"anWvIthXboZdtO5iDdhSV2Md7bWZKj41XI/Pk8ZfxgdZ5ZeLZKljzipuwOZKTM2fdoLEd1xniGlQ7q2r",
-	"eBmANRiTueyFqQPQjb2Ca/UE2vWebqLA1uxCjH1bKfXnQfe7cC89ISI+yPjQIGykBJFRJgOs9JNYKRJO",
-	"1Lq1yRz3ZuGklnDsm2zTzZ3BtxD1md2yzS1ANQvrtcmiyDySKEftWRbMccxS8KxsN+u4ucZemEFQPX72",
-	"6gQ942LSqO8azY5ozR7S+a43jtLfgaM0u60rBFsWGWXBuXN7RaY1HJ9zzLTxf349/s88lWg1JoHTsQCt",
-	"3pj4Lig4IQkHRMgxnUibo+9vL5axVT7RxSSx4hG5oYo1ekizC7vk/FxJkXxHJI9EPWSVdZ2+BVztSNjK",
-	"b14kFQ+JuOPxu2bf6Twpb1w933V4ZQmrVbgzfz9q6oZPNnzyIIGWC9VZwZemzb7jm2TZb8Rtordq4y6p",
-	"GzQJhI22oIqWi4hPFRcuuqbkhohtFw2mxjbM8hKwSzkPJaZglcavX+fcdVc3Gv4aNXy9oGW7ej+NPkcT",
-	"dbCkNihSGxSp36lotUBQWwm4OfNz8DVyO64TbjBoTaziCjBSCzzXawOB8rEcDzgWptwJh7tMQbBf3xbY",
-	"oEBtjIC1e7WT8pGaEFxkcaCGURD00Zb1bkOJgb4m1v6RCRoCBkMUClL14dH+wojfctCnlTCeNuhOXx26",
-	"E47RwzCboivK/O0jMCAhy0cSjzMfabE8RZRJhZlHkCDDSBKJqJHiXsDNJ2mwxTzOGPHmLhvvDBBVgfkU",
-	"Sf3jQnXqvW6y0abmtalCpZZP2FNIryfDIakqnBX/vlqJLtM32QkxDRD2fUFkZWkuohutvxyXpoKNnrZS",
-	"xAAwTpZ5gdmW6ln6sfuoWYYAug728f/KZH85rgN3FK+tC9bHwNNS3nABL+dCEE/tjLmQkAQfUyr0VF83",
-	"08Nfs38WVmQTN/CtQre380W19G7qg1LeECFRp9VyETYR2JMAqyEXIRSz2i7jnJKzq2aoQMJVG53pq4Ff",
-	"0ntSLh+rfH3lu7iSCNls4Fp8fdV7t5qeqPupc3N/31Nx/uyLRy4VHg5XKCCpR7Lmi/pv5YDb+BzWcyJ2",
-	"SouZcBZMrVOBqTjdySQxHaF+rKpBpXVjPPoVDFhxp/8lFcv7aI/vTCbXhrs23PVQ1/oxefbB99IHyi6/",
-	"5V+meTYvm1hKOmKX85kT9zgJS+1D86Ji2sX9q43a4BzBAX7DXNjepYzoMYwvtLry6mVCN7y84eVCKFtk",
-	"nCpgM9J8TLHlZQzXzoAWZM5K8KHq7/STgqzIzCb6+Asws3nRAzFzBfPmQUHtE4t52t4G57j3g300TUXk",
-	"g9+It+H6Ddev584bX5GU7XmkEB8WWH+LM83oWhdmXGnRAH+Z2t7LXUc1K1tsalr8u4JJ5q5ALLQ79avu",
-	"Pfy4POPCe5XqJy8vqX+fp41IXPu9y7+rTse3GyOztO5GhSRYCdd/g+j/O0f0z2xwQfLn5ZL8GHRjgLgE",
-	"RUabQAYHU88DioZBMIicMjUminrJOB9Jg1eDxlQqLqYmUW6AvashDYJtF+IFCPbj2lEJkn0G8xIjgW9y",
-	"GPel98KfJgGm5TAT8uMquBK1MW04I2+GladlETm78pSIG57Fq3cWr7EzuwAVM78l55l1OkJcWCAFuwBP",
-	"5cfAXbhVFBAWUuhN59cdS+A7p34VldrmTdvy1DfK7+9OY/3GK0AcrUgLuJxnE249fnvaCH30z//dfry9",
-	"ruoSqxSM2JSK2JiCm1IR1XcemyIRG77Y5C4uLRLhcSZ5QKq9IbaBs1QjVOSTao5VGOSYyEB+e//D555W",
-	"MpFuYFDAzQ/6MwowGz3tOYT1nNxvBPvZzyFRGHljLCRRT3tOpIY7h/knFFWB+ZNIwiQXeEKRnYFp0cw0",
-	"+dff/7HQbC/VL21vjySa4BFZl76ot5h4kaBq6nQ/XBRt3BsyiF+c1Tz2tl0kibgmPhoKHoI+M6AMi+kR",
-	"RBfLK4mGAH1pgpSpkiQYgoUkCfMhBBnunilDv+4cR2q8A9HCuWTXmBqKFHM7wWo8W0Y3L2ht2vGkzJNO",
-	"V3Cu0C0acqZ2hjikwbSL5FQqEu5E1EUSM7kjiaDDIzRb7MFZmTqX0Ybt8Td8jQ2F5PuloZYxKHobcGX2",
-	"ppeu3DVhPhfNaBJw1YQmDSLDxm+y5xzdiSaHNCDrtFz2yrbHGJE5M2/p4F5zJCNvvNYBLmCVY3hRbDFn",
-	"mKaSoJfY+PkOEw7Ek0njN+kiqaYBaXhSuii3p//6+z+2jxAJJ2pqqojHogLMc803qXVuP+WVgYXORM2E",
-	"Y4IDNf5cyX3x73ey4zMakIXE7DpQZkKbPngEPwymSne539nrHB62Wq5zg4NnPGIqnQJUAjlTfPKDaduy",
-	"X8l3JobF6bZmtRWoH2FCZTR2HNDrLyWHJ4J7ROrDtoAEVxSSIVGCerJyf+Lf60nGhPVSAfMHdP7fb09Q",
-	"cspdGnfXJWUjIhXxLxVXOEDgGiWix5Y13Ov02GqC563gIVFjEkmkB6ktay4tYDMXIVZfYE8yY7Ariras",
-	"tm+mbmr2B1gR5gEU54TzAGx+zbOwEiheie2FO8onhOEJbcRMUrqtttG92Y6yIYdN0MqK3oV49xzXuSZC",
-	"mh1oN1paoYxf2nV2G63GLvgt1RhKx+TYK2/tJ68o3uMm3c3RQNpx8anCJXG6DPCW+Ln5W+Py4+zNhLDj",
-	"t6fI514UEqa+CHNTmbwPwtL/6+zN64UEIQj2p9US2P68NgEM/dU3ON+Z5vMLDD+sT1m4mzWzQMT6WOEB",
-	"lnHtFcPA4KiDmSEqUUhHAqsCJktue/LvuHVAq/0RZqDfOXPtVz+Bp1x/o8ehNelSNaAf4iuihX4fbaVV",
-	"sY6fP3/nxuiHqHvYOmxtH6FJpNCURwKKW9mMLRSHo6R1mrrNZlzQqw2PgsPPzqb4fnP4uVCDjDKi9Y1Y",
-	"3JnVyRBvI1UtMmsyf62auTpDW4owzNR2YigMSMDZSCLFM93Z1iV9Qb4T2jppu+iksx3vGBXFq/vEctnb",
-	"buQz48pGmHu4i0aCRxOpdTHzOv2WGFewouc8UE/5GhjMEpOiGa/HGMsuKkUxyXRuMC6q7qv1cuy66GTP",
-	"RSf7RygZ3352fLa8VkknyVWmnq/t0YXbHi4yjumtk4Ns327qjrZvSM39+XccZ9Oebak7Q2Pb8/ACWbNz",
-	"N/sGm5c63/11u3Fgjlh7wsbA8oaKR7lR6oO4pI8zhRWVCs71k8fbenQSRCPaOjk0o8SjkSAjizV58iQ7",
-	"NMxwMNUPl/T8LMa6lyhTek5maNfi33fjyk7SNfm5k2gQUDmG+k6ZEnfZBTp0C3XmsqOywN2zi9n/HwAA",
-	"//8=",
+	"7L3rchs5ti74KtjZO8LkPinedLFMhWMflS13abcvKkuuqt2mRgQzQRKlJEADSMm0mh39ax5gYiLmDfr8",
+	"PfMKPW/STzKBBeSVmWRSotyuKlZEt0USicRlYWFdv3XneHwy5YwwJZ3unUM+48k0IPD3S3JDPaL/usFB",
+	"CH94gmBF/GPldJ1Oq3Ow027vdNoXnd3u3l633Wq0O7t7+wd/dlzHJ9ITdKooZ07XcVyH+k7X2R+2/V2v",
+	"hZ8NDslT/8DbH+zh3WGH6N/lsafoDXG6SoTEdQI8IIHTda6p8saEOfobqaANVTOn2356sPv04PBgv9Vq",
+	"tVyH4Qlxus6f4tZcjDCjX7AZwZ15/6G3hw+Gu36HtAct/GwYjcJJ3oe9iR6O7e/4xZsT9IKLacNxnVDo",
+	"BmOlpt1ms9152mg1Wo1297B12GriKW3edBqtZvq9sln6wrnrTLmk0egCrJzuXqux5zoBGzndnd3GU91E",
+	"8CkRipoNufJ4wIXTdf4wHOpZO65zFXAPXnU1pJ+Jv6SrpKWaTfXUJpiFONADUXgkne5HZ8wnxLmsOE8f",
+	"qEM2l2zpDRYUD4CaHtpbM+6rme74bTgZEOF02/O5a+n1NZUqS7M8ZMrp7rddh5HPqvJY/nOKR+R5pxe2",
+	"Wp0D/feVpF/I83297FNBbigPpdNlYRC4jiAyDPQJ+rg9I9sz8q2ekUt9St7l9nxjvP1hdJPZxfmG6Sg3",
+	"7TIWEXMIc6gf85B/w4sFVPKeB5Vv/la31Wq04L8/R/N75u8PnuI9sjvseOkXpOZHfKq4SGYYf640G8E1",
+	"nZe+JppD2VbvbmSrv8mZw/59kPrIZ+bNFPbUG6LG3DcTszyOTDANgGFAUwf7+H9aMbDh8Ykzv3TXIneP",
+	"TnBwFmCPxMvpkyEOA/USy/GAY+Hnvs+ypMxPhg7NV2agiwN0nSEVUr21B8XH0TcXdBJflbA3Twe7w33S",
+	"8dp+muT3cOHVykYhHsUv1xfraz6iLP2FfaXjOpNwJMdcfYg3UHabzdvb28ZI4BussNAjbZo/m62Bd7jr",
+	"Dfaftj2/7e23BvokkkP89JAM27t7B//pP6c+YYp6XN/SDBj4Ky4mOCbYzGFekyM9AgMSll1UPytf5yxs",
+	"mjXmFv5FfG9khZAplvKWC/8qnPpYkStFJ0QqPJmmRbJ2ZzeRKy5dRzf6wllMcZVGHkoiZHMJXesGdmkx",
+	"nIxbMpBUAdlGjGIT9+GWvWzZy5a9bNlLmr2AJPKj1UPW0jU65eKzH1ulVmnLi9rxggK8GS1u7jpwlhLx",
+	"/gB3yJ7fHrS89HrtDlOjUmQyJQKrUJAlenu7s2t+/DEtyAFT1gfDruOVPrm5hwqJAswAdhc67cb+PF6T",
+	"7HDyB1DOmBoTRb2Tz1NBpIx3I0Vfht0LfKvXlVG9tf/43y+qLnKiuy5ZOxi5/LCqv3bjoEJ/TdObkybS",
+	"r6AZbkl7S9pfjbQv55q6xwT7RMDV8UIvMVMvqUxb1rKU+OL8R0Q+T7lQEnEWzLqoj5XC3nhCmDpCQxoQ",
+	"vbLPe84///b3hidvek5f39pWaNJXQXFzM6qdslGbrhzXkd6YTLC56ZQiQg/q/yjps/E/ej3z4L878U5J",
+	"JSgbGSMAvv2eC/qlaKIXY4IEvkVj0wDVJrLuotsxYUgQvUyU678m/Ib40NBMAFGGFDzKRgTVjs9OGxMf",
+	"/eN/tQ/qXTQgQy4IospFwDtcJMOJiyYEMxdNqP4//NlFUvkuAikSYeYjfQyQxycEDQWfmN55EIRTpCgR",
+	"Et1SNU69U/CQ+cRHPFS3WPhIcUSV1N2HihyhKRGeHn1AJPQOw0YBlUoij98QkZ6M3uFGZtEnlNFJOHG6",
+	"rXhBKVNkRIRZUfIpJFKd+iULan5G1Ec14o058c2K6tF7ASVMIan/jzOC+BBhhSZcKtTuHCJvjAX2FBGy",
+	"rkeke6KC+JHMnBoh/vyasJEaO91259DVI44/FxIBUWJ2PFTGJpId8znxOPOlXsNbTFW0gUI/QtloxUCW",
+	"LdXcdaZY4AlR9vC9NErHRcK+FhYw+kkvjV4xnyuJ1Bgr5GEhZojpZatZ7QVaYCHoDQ6QZoqwbFqHcD6F",
+	"RMySayHhmOnR/7sgQ6fr/KGZ+ACb5lfZfEODgJrL0fhV/kRmi+M9RuZHvdtcoL/CDZDlBX9N7igY2RSr",
+	"cTIwe+UtW+PF7bSOHnPblA4JxoJqAb8lwsOS+EfI3imGIEN2zfgtQ5yhW0EVkcnqbWCMJzeEqeI1Y4jo",
+	"H5et2YDTgIidMVfFQ4IO1h3R52mAKXvDfVI0KHlLhDmkfDKlAfGRVFiRCYyUSUWwr4lShIxRNkJUoZr8",
+	"FNRdPQdgT5oDnfx89vr49C06fnv8+r//fIKmAWaohhkOZl/KqZOYkWVokzB9rD468lPguI7twbksOt2v",
+	"aKCIOH25OKuTz9jT63wE3AaOEZWIcYU6e2hMPqMJ1rQJX43tYS8aIPWd5WsbDeG06DrlkwnekUTzAk18",
+	"1JdHiGBvrBdYcx4ccEa6CKMJDoZcTDRjZyQ/NuDkcsppkHxVo/7VFWXP//ju3Uv3y5cvaEh1h/pjvXwu",
+	"+pFK84lPWFE/Rtir3E2VlYEuZdnA4dcqY7eWjPzbPHnTRdjQeV/LmU1P3hzBpSOJeh6q4c5h35AyRkZk",
+	"QoLfuuj9qxdor33YQp9CrqKdMFaTWBaQYy6Uvvb0BhpKEwT7Eg2wd63vFmiEJ5qjh4MgLTZ02qV7NTRT",
+	"Sc/Xsn6n6/wiwXwTHRT70ZM3xafkDKxN+UVp7ww0a0RTPNKCgxZD9EgJ89GI3hCJyGSqZsgqOIkcotmN",
+	"EXDKxq57LB55203uzXahiKHHek6/FIz3NRYj4FOYoXar1dLn2QvwZEr8ZQMB133xaPZbFYajxiesQN45",
+	"ZV4QSnpDQHQ8As5i5QepsFAlFwph/lLeXfFe1sM6169ZNbCSYcAQNzGQ90TyUJSJCGzZRWeNgAWjuyaz",
+	"NS+4c4KFN14cwRvLSI1AwAXSb3CRlgl2KJOEaUXohhgxuIiCpOl4xdu5UN8VzP/V6cnrl/qtO+avGgzD",
+	"jQYRWQtclNaTtYQiiJH47eKiMdaSIJnUj1Ak/zFyCzxH6xHZhd1JzBAlc+JCXQ1mKyYVy6NlTPUnzRAM",
+	"m3oODBYkTYQlIlPujdEEqMSK2JoW9Uqcnr9DhwetdsJO+HAoiYqEXqtCPJFIfUE1KvlqufZqKaucyBSj",
+	"hA9U8mI2ecGvCSuSJY6R0j+BXqPPuRZ3JPEEUWXni97/lJ++jJ0zJXK3/ik6WJERNn+2wCC7kaMV2cfM",
+	"wjzKXKNXlMw3+hlR3024CdJ6sEDYyvzZBVhibSmYQWRVuefKlGoj8cA3po/ca6RzsFJOOZPGh3CsJWpF",
+	"Pfkd9q1GH5vgGPyJp9OAmnCoJggXSXiomacy/rL/On/3Fk21EIWIEJrRIfJ5Sjw9MYzgVz74hXjKmacH",
+	"yBl5NwSL6TLi+BEH1IcxnOi+nbm7vP1LGNU7Fsxse2MBy9+ON7pbNKQk8CM7SG2v1Wq12kahwchMb4ez",
+	"YIYG3J8lRgz4ZNWIzPz0dqVMbT/v2HXdMaaSomHb5s3EpjJPFNzq+yHNhkQPFb0patm0fc/nVc9n/MDC",
+	"Ol6MSergbXLqL8zB+FWsACO3j7QKL6nU59xf72B6oODvdXZbLS1pEylB8nciS41Evu234ay5BNGA7Nla",
+	"XI8fzVkCA5/iMV9Gt2Mu9auNE1yPYYgDufEFi9w3a9DM1KpFFSgGel+XauxDCyt1DCqXlnhMO7m5tQDT",
+	"U4VlqDYN01sJ7YMdasMjr37215hA1OmSM2yMcrEpS9IRGLqMjOdqDf9WXwBUIs42edZhfC9JQG+ImK1H",
+	"wffzUGLPzvyWDMacXzuu/eqU+eQz2LKxUlrxhzjJQofmwUWr0221u61OJjgHJlHadr9xsL+322nrtiAq",
+	"RKMbKzU9V1jp8XZardWB8NI2Tl7puI4SmEU+LUcJOhrBD/PLykd2cSuWnlz7ckqku6CKbZA2KtLEGlNc",
+	"PTU4DBvkSa+4GFDfJ+xed1nL3GWxyPnfPEQ+BwlsjG8ImhIxoeC61bfOlAhrhaMSGcrWE0luwns8XpmE",
+	"4omW3pGa34Aq+UQi6fEpQT43Zl7rnIMXCx4qArIofLT3aMrZuFvf3O6cMqU1yMCM+R47BO739A6lvIC7",
+	"ww4GJcw/JE+HBzizFdGbkSRCzx3YwhrLnR15IUkPwtGR8aXB4MDwYtyeaWMDov7m1vMtf5EsYHY8Lzkj",
+	"R4hxUCM2+Ub1iofsfqJiay+7eZbYnkSuuyfoFhsCHep3ZA/T2+TryrsWjbZ81xJ1+JrMIiO7VoONesa4",
+	"Gmu934Pb74mMrWSbW9F8nswaMmU+rWqpbJl5T3XpMvdYIZdJt3mchbmfnvatrI+W+h5/jR5LKVl4x/0W",
+	"Z7UskG69QZEgSjFaY12iOOCl6wL9Vl8L27yQQPRvm53wYxFD3Pd6E1+9+brVBjf9XHGBR+S70B8RdT9J",
+	"42nOrmG7RAPoE5HPYxxKtWDdwL4PugEOzlIRgGCGyMdXezZEwnoMzCsvF12DqVEkAQvlwyn0NyQW3I/m",
+	"vUmnSfvIflpMpT5WeIDBvmI8uOcnb8/fvT8+O7366f3pxcnV+cW7s6vz0z+fZIPVjoyL2tV6DFE2ViwJ",
+	"fBtxxFkDvbWxBlnfDEgEt4IqRTbINsH5svadUhpQvnfR2i9QUo2R0GieVQNt/Ti3RNMUN/GgBIPaqQft",
+	"dJ3d8Y+fWpOfn+Gz9pdD+UPn9mRPXBzMPhzSd63pcUe+3Bv+8WD8X4fXr1vVJaXMiiy5xoxvKjFePLbR",
+	"Asa1UcU06XEpP4KJyk1OhENMwb0E53bexmo7Nz4CxTkKdN+NdfbbDGep9hh5IKy2SJDH2ZCOQkF8FNAJ",
+	"VUmEYPsAvaHf1Te6Xm8wm9lv5f1M08+y+sZ7rIgdOPnsEeITv2sCMBEeKiJQG8ms0nHBOZpgNovYkVxj",
+	"ifXbXuuXLbFjp3V0kYyOyoSfoxqokOAWwsnvyVbkFx2CUHfiKNTlax7Hq87dh+zWB4ZDBeHN9/QitNrZ",
+	"rToO1RhSx+BB5AkCmWQ4kOiWCAJK4lTwG+qTnJ643pOVd1N3W7qNb7nZRas0Ji5WgQS54dcm0m5zhyO9",
+	"3Ikn8p5+1UdasAUP6X2XDdUgpk1hRaWinkSE+VNOmbJBdjLvQ6XWpb2xtb7BNIhSy9aXI/O8+5wIMHuE",
+	"ScdrLGtqOEu5SiyseZiZcDEthXljzVDMmOouwgjiXJDALInJS8JxFZ0QHir7QKduzYQEUTYiEqjlU0hC",
+	"eGRGfDQMgwANuUgJhqdv/3hyfnH1w4eTDydXPx2fXtjOdr8NriXD6ZQLRfw3xKf4fnfzfm5/U72iie4W",
+	"ael6rS3ODmuZzVHf0DL2J2Fk7YE7F7MpQcZ4BTGM+bmgGkT4g+XZI1OIoZAQZLDJo2PBIdZQQkNZvv+x",
+	"Egr9VldAbfPCY6J/2+yEH0vzjvteb+KrJV3daoOCbj6S5l7SQNbKf5fSmxsR8NJH54QpiMmCLzT5/kGM",
+	"Bi76gxCj0WDgIjEa1IQ7cgcQDChGA2w+urjecC7TWnVq0OhkTc/AQuRQtTggG/5jBPhUwoBmrxDrE8c2",
+	"1aw/oX/Xc3TzntNFHxuNxuW8X9/ktiXp02uQ7k3qsaXkG/c/X2Nl40cKz270++YX4X7m5n/lWmjd/PHW",
+	"47F4Wqb/9RdjNW+LWm6Mv8VjNMGNno2KWMvsl8MWyXvu3vOQ+dYSlpJ6rQIY2cUkURKy9I4Q02IXlUb8",
+	"mgriURm5ovFnm29w4GZyCPUjhlRNPOeixdHEgN6tsCRCqzxayqI90XWORyNBRliRNdcqTpDPrhGLJE2p",
+	"fCP6DMltJOuoW26ZrF4DG7DddUxCjFM6eZNpszBFM4Jlc6KcpSJbcRBUiDeNw2LfYzYiEG6afWmE1uc6",
+	"OHmNcwlBJrmHM/cjDCH1xMLSqVuMalqy37kldDQGye+GCDwidRcBAQgcoJrJ5f3//h9kg+rrroka0Aer",
+	"FgXaJ9kDko4YBir0yZAy4tfBykuZJ4jWQmrYZPEQ8UQm32JPcAlOVYWFknWEdXd6bPhW/5lKXmq5yOee",
+	"bGqFRYsBE2P3iIPtCWYO0Lghe8e1AUuuI8OJ4+ppQ5SzmR/8bGYD35rxFFjOXUiiqZD3EpMZZepgz1n3",
+	"uP3CKbvSOttQ4EnEFWxagT0Y9qEB54Ge7BzmeTXC05UZNPjzH/HUuBHUmPur2p/DXhqIJcDGjFiKTYm+",
+	"L0uRlXKI0FtCQW+B5ohxoRX+LlAZpK+3W604p3xoEhxvUjffAzdCfcmmdHy4eOEURA2cHr89Rl+0CmXy",
+	"a+SUBAHxEfmMPWUyfBYoKQXBeedQRSaySsoCbPOpad0G8IkJZdHn+C1YCDwD3rXIpqQ+nBN7b2c5RRBl",
+	"EywbhUk5SMEj5W/b9zxKO0gfSeyb0xhDId1QzaNXu6eijE94XSHjjW1xD/K3WaMj/NMpdLslCsjCZhZ4",
+	"5Na1WZ4yjwtBPIVw6ZPre/PiURet3AseBARCzV7yNW6rl1ydsmmo4J7KX9DLhd5c9k3RJVcw0ksYawrq",
+	"bc2dNt0lWxOBw0lIypqOOdMLpUigb4NJId+PJY8UCETHHr+lIBDpKcKv7hIZ4kXiT1zgi1H22oeLF0bG",
+	"mVB9X5q7N5uCtBwpLYVu0uv5d3vznV7P7/V8+8+F+aeb+afXa+i2B/M//3sRL3uZHmp+jVqFD2TNwav2",
+	"c1HFKbAAP5For9U2DuWTw+bJsyfGhpVOE5ILQG/lxzq3e0sOUpI5sw7/SW/2ssOSUEVetyngRNSvdo0k",
+	"0IB3BbJEfBMs9J/FVcpT6URGHnuAVxHEA2ukoKr4Nr635uFWCufKJkVkg7OyKN/ZadwFWLkoYKO5UbSy",
+	"CN1arjUQ3UBqOaBv/askykUkkATdzfW8k6yzCf6cJozWIjGtun3Vaz3/ywUI8tXzT704xuhLiR4LK5wV",
+	"Jizs1Aob4/vXC7LNOu0j1PCVcEDpgwlZoJGYEOugyX6miD1HvzkqSpGEXZ/MIpsVcDPqWH7k6cSFck5h",
+	"TvQaNy489QFwFxe0QzNzowsWJUw9TCqChK6qUUhFyV4Pjz/K51mtcVMco5fvX+1INQtIUeZTfuphUew0",
+	"JPJTNkKC30rEGcJBAJ2Z6IAldBolxyzf3DM8Iq8pu7bKlU2gqf5MnGRTUY2I8goLtIXsthiFGaaQGlny",
+	"wvKdykcxr3m3m06eyEwMqLVsAT+mCnAJmHWj52+R7LZWvRHL77zSO6gqR6zAsHRX5Qt6lrXoVF/Odzbh",
+	"QBKElRJ0EELInSCaivkt8RvoHUNnxxcvvtfNZmhChD4mjKDBDIFBEZuFN4h0MgpdKK5/cbe4F4m0WfvD",
+	"x9bOM7wzPN55dXm3O/9L5vPB/C9iNMD/2evVGv/R69XrhZLmlYl0KV+FuwXpbrm8xKcWbXidm9DiRZY1",
+	"TBhiJFK5DrBu1wk0D7MdRCDIyxWORea5QCMlUlTS4Mqgad6VtUyt72LVkqXiiG39ChoX1DJJlsIWNXEd",
+	"OSUeHVJInsOhAkSMNcaVVjFXPDYvPU+pAMclZpA04F+BGlNoqCg/w/b6XkWhy1l30rS6DF/JmhPxuKUJ",
+	"NLpNgei9YA9L8+0MDk+kHdgUGsvTtWbljc19upISNiP1Lo2G1G2KiYer7+wCLyI6Ki5M3EQb1fTYwc/c",
+	"QjXgy/WUDTC1R7EpZYEqElTa/PJa6MpD9Cf6HZJEUBzQL8R3kYxHIAlTXXTGpRoJcv7D6ycS/SI5G6BJ",
+	"KJWN8QAsPcZRrxe2Wq0WItLDU+IixlHIplhTNZKhEHyEFbG/Ihl6Y/2CXi/0D1stNwYkG5CA36I2ae+2",
+	"W087iDI0wSNGVegTG4wSIW4e7B7uIusiknWrJhkfvxauLPzkE4hp1CuAamDpty4ca+hfyfFUGu1y0Qgc",
+	"ma07+7t7LS3iPn2m/1slzsVMeYV5zGALV/cdveRxum01EY6rd8JqHAXX00uuEkVq0eOV83BB+7i7yhgp",
+	"yTTdqubCS/OuH4u9eMdooOUSWKUjZA+JkVXaoGi3sqr0infGy7OyZXSko/EVeGF/GmOFcAoOyKJNYAUR",
+	"7inX1EF9rVGuu4SrGxo3+GUakWEN9c9kHldXJuAdx150I+UpcYC96wv+VpNgsKk+Pc58WuW2NBAMUet3",
+	"sHz3tLo9tlUNoizT0hIzS+amEAWKpER47sUYs1Gx1finCD4IGlrAZ9Mc1Wzycwzhu/LqfYi6Y0wnkdKT",
+	"Msgk2+nG1JcjnGh9Fua7ytqSpqQiOcXm2aMLMpkGWGtGtQH3Z64F4pQumuJZwLHvGrZURzIcSEVVqAi6",
+	"u4Pv5nMX3d3F9435aNJ9GjBd803slEx9Z3BM7BfA4u7uYIbz+aKKpQe2OAkLptG1oWN2HkcWQFMSQHo1",
+	"VnAZTiZYzCIRLMGtOEJ/PLmwbSOVemHvU+EyZYrXwjMlQyWflYiwTiWqRYOWaRkp2cPES524Yc/enV84",
+	"Jf2nnY623dkH/f9/PLkoPEN2iwuM2Z+U6oL6q28SV4slWqTTKhzgcHCVGn3dRdNwEFA5NiIYRr4FIeJh",
+	"4BcuqeJT6pW91oDuR5UStIy26/kpiGn4htgfbjJob+annKid9RBle7e4z+0mDrCYFA41p8wlGC56tPpg",
+	"EnVV4MFb4B0lJIEHkgf6UI2VmtZkHX14/7rEa14oO6Rfn2yZCaqMdggJwnwiIJaKEReRxqiBek58jHvO",
+	"Uj/96pemwAL1m3tO2a41ynet56BaBp8PIELYqN5wKnkXS7ngi/StmVNAQ5FS5ewZa7kliPWa8rHCcG1E",
+	"aWCmZ6NdjHngQzAWuSFiZqsAWHhaFYE3IXutSVRrmWAOU5XAtIYI2AkhSiKq6sVhWwWCeiLQcqi8YQxS",
+	"Ecma9XVc+8fz6C8v/kN/9Vz/3789X26SqSBSl1PNIqjkvQllgmcQcIIwiuuJxL3Xsyc+OuONbF2S5SSV",
+	"wnyMl3SZ/3pR4lo3FjIDsb94oaQo9VdNEqslyZs8wmflnUovYr6fgn1MrWr5lpZYyh6oLaRDmR5Hd1j+",
+	"hntqEnlBP+aZGbH5npa4kuinIil5xXb5W9XvV6H6QdJ8cVWb798cv9g5//64s38AiER8iH7egYBMzb4L",
+	"E+1T8Ui7HXeraT6CphnvWekBjMD87nUCHyZnZzAVF4LItESlf0I0Un61ChNrgiimATBep5cG1Qyh1Fc7",
+	"vWMYx0XTNfwg0QT7BEmOhlis7u6+cVIpVMgKji8SxUosnkKg5SGG6jR2bk9khBlXgZjTOJOlGlAc0Jy8",
+	"4fuLizNkMCcblWKlqrIqGQ8morMpgSQTcO6bClRpYE0tgMP0CykuDYB5VxKpRxBhSneV1s4ThuNGXGhl",
+	"sAiccHtOssSeGUhChPFsM/sQ7Xf2WKdpZuXZrhSNUhJg8usLGsmytceJHcnAjv6OlvUxl7PM6fxbktzL",
+	"rRm/ah2xQjDD5gIAinq3pduObRW09QKPbHW157aGGuIMnTx10cmhCc9+doT60wCzPqLS1GJhxNRtM+/X",
+	"om5U1q1m67q56LsPr16dvD930at3798cXyQIBTniFqud/Oc/vD7WzfTV/5l4IcSWGCpdk2r0qBfJ8Mx+",
+	"m8dSy55saFV0eKfy08qtO5OfggvNEvSV/qlYu4BCnisDHigRb7myVYnT47N18IQJhTWfTJd23rnVuywn",
+	"o/MfXq8rDq+3jd/8khUtzitKAhOnu9S1Uh6atiT9K38k41DYrsUemGI1RjWfK0WMyZYRwJiCX2VsIY9j",
+	"nButRvR3z6mjf/6f/xeyUbtRKGx61O2i6WZxqh+YsFUamrxeptY9gLk3mob1SpBcgGeulpcgZAfGkIRw",
+	"uqmAmlwgUKEX7XuCAzVec8EX9QR+XWIcAPTJNa8ICKpQKXSiJxA3fg0uBIlqxoEQQxdh5rsmlmg6uppw",
+	"RhUXLjz/0/HrOhQ7lgBGZ57bR9IAcEP2SQSMuQSkstUF76dJVY4flEiQYSiJTSzfbz012EhUocHMEAVl",
+	"UuFsFEj7oOBaGswUkYXxSIsUfIuDF5Ah7Rff7TC2c8Wn363TKUzovZlPpWdyVG1msPD2fM+Z4RfgieYY",
+	"pqGyopNhCn8lTowlkJmpOGMbVXx519mbFwYRn06mXKj3IDuveSQEvy04oa8pIzEwKaoZ55ipqBx9qW6p",
+	"Z2tXSvMh7dLLxJilcmfydW7sT0mvvLF612DM6Y4LlzoPxv8Q5NrWasac2q8Uan/RbhVw7BL8/o1y5f/i",
+	"lBH/HPAF1mRsufR9KFvaBQlX8Fv0MSYOF920XXTTcVGj0bjUNw0ahN41UVHVNh4qIpDurr5Y6yO/B0E4",
+	"ySl06dj7+KV/qaXPR6/XqP8naCi9XsPEuBQemUTM6CyKGUVab/zH2ogbK162VFOORuLG61G0tSVV817H",
+	"NfK0tkLZNFRwgzCEd76g1s4zdIV2UAN1DRgBZaMIZy0geqERF8inI5qLtUgqkefjyZfmDuthQq7femcx",
+	"MPUyC3SYKOb1Wbr07M6zIpUmMK9d0kn7MNMLfFyOnBJAnUzdc+GWZBIJ1k3yMomXUfLeUTZhhSpUgwSX",
+	"+upcoV/p6llMj8WYdBOz0UWYAZiLuMEBGhB1SwhDHmcSVLcbEiFoBJzFdY6NaCMRRiM8dQvBXUJm4V1Q",
+	"Td3iFF6MlqBifJiAaKGaKsRDVW+g44GJTmdcd2wz1y3mx5toSczeLFvBVuq/FQq6wQx4y9WxSXm6T8r5",
+	"MTJgpKAy2VNvItP0zOJSOnAfFTHnnOayv0ZSpRm+Kfxoc7Y2klRpSykv5jumi+dKqgVbve1n785Pfzb1",
+	"dTP8rf30YPfpweHBvtmJpYAri/N9a9NO1oJVSArPbESN3NuMGpkqSbNRQWStZMpvCWLgHgmVRbgdqaW4",
+	"p1vYeIRXp4lncr2XRxYvlqOpns2dfrZCTndRVZcHpkAv1Fb5XSZC5/EgHsEHk37FuYm/Xnf7ctl0ZDIg",
+	"vk988OADWqubFDTXH59Ig8BEGaJFesKjBsFs/sgvK76TrikTre5jcIm0jzjDI0oxqQqO+AbzPh8vs7N6",
+	"cmXOaFnoQIoPZ3FcAJ4khV00N7Hl1YBJWeOf+cbAkk+x1qa1nnVNpkrrw1EhCoCNz8YJh4JWCc04w7Qg",
+	"6CPR0NFE2tSPS2NMNAHKVFqYTT1qm2sxIZg1J5Q1J/izVeOhkvpD9ODYB9pZoRTHfo3ylU6A3ON6LViM",
+	"Qv1NYk/CEgVUEYEDGZtBbQIBCjhg8IdTNJhZnDuLb4dux1ihviRMcoGnFGl6oQHpo6mguvuhRYq3u21K",
+	"AM3Auo6l0rxK/yk/BQ10qox2Lc0wz394rXszo5R4Bkr3mHpjJHgQhFMErhUtg0NVIRj07XjWQC/MEIzZ",
+	"locK4diS7OrmWpzXMjsS+BZB8QTO8oWK+vJT0Icu+1iMZB/5vDBFYKG2xwMhV55tRiAtKFeyUcH0vd7E",
+	"de2nBICCi1Is9Xa/PL44/u74/OTq/cnZ69MXx1cf3r/uGlRH++QTaSi5gY6jr2LEbN+WiwjwaKQJxXCI",
+	"Cb4m0hYqsIb6kBkCrBmiGWpBZoC9a02RUPJRUH2Z1F00CKHnWy60yqdFHiKy53qNyUecOLEN2RnstIrI",
+	"Sv+IZ1cBHlnHdO5kU32qY/0MgscgBMo4qcyZ0D3oQ4AlHCMKrj6bZm1nWWyGjh69CmQWlt1pNXdbrVZ7",
+	"77BozOG0yF9RjBMcTp38JHPvLaK6POtbdFLB3q4m9SV+h/f63lsfkm7MhVYBxUTL2BgJEkAeT7pK6G8J",
+	"muY9kUATm4A7zq4L+axioN0s7G121U80Y5Bgojf2Jmmdf9aMPhR8EkeXjHkAQNoGSdae9PQPhPmoxgVi",
+	"/LZ+hCIJHw1pEEi4LwOCoaHpXSbdw9nLZDrBS4oxH3R/2XRGZgAoc15feK3uPXodsDlIJ0QDAgKICz4D",
+	"uwD2zXnnQ22KmY9lN5nQczTUY6hB9ai6iwLKCBbouTERTrmm2poxbj3vAZJCz3FNrSn7zxUWBD/vOZRJ",
+	"6pOeU3fRFyK47pkGAcO1Vj2Dx2wnqNtkdSfz6kKfsu7pCt5WLNSA8zttwzRiWLRY8Wz19W1nqLs8Qjgx",
+	"QEL3jQK7YkqdbRdxxykRlBekjJq1Rnw4lEQhHFC98OzCRex7F7GXqMZQe8e8w0VtNMEzvZXc8OW6i37S",
+	"19ebRtafCQ6by//4ePHy+8u//PSXN0UempJ0oDxieDzyYpDVqDjqo5uYvj3GV0X7K2SCqfKqD7TKxEVP",
+	"f5fWGFMR91GsMGn7wNeg7q9NtWsRbBQxV8hUBzxkfqIXulrDnQbYI/qOBA+nbyokJeIvm9kbf5WyXSUA",
+	"tiDU5a7oXffo+3KBti4LpMlzMsUCK7IRvz80Mo5/e0fr6zrizbC4sf1DL+x9fPzxH3FWRYx8ZEOPG/l8",
+	"3ZTSWNnAsDTMcKn/fzm/oIUARhvw8WfKFmSkrYB7wwVp63t+a0xJSbmJ1L0pcw7OpPqFG5evqIMFIjES",
+	"SYMCYbyl3agygRYRTXhbyBQNoDkDlCs9rLpBLJBKYDoaK5BbQKCTRd7amhFr6g30DsxkmQHTEdPSoA1G",
+	"sLRhp75E6jqPYLVXkn4OybhdFP95rzyNCf58X3uZBWa7X8jJPZ+UeiJ5XtqKzU6aHaShS8GDHk7QFEtp",
+	"zRJQrVcqZN6JaqcnJydd9I//95QNKaNq5lqLF6C42AKOHhZiVr9XRRsbCcY8cq8ZFxl6Y6qRx1CEc81b",
+	"1up6S6uWGGd1CbOpBreVjPKEKXAVVG3/xoBwFF8ZcSGTKuNftEEI5ZiyMstlmPzgH2Ri7LRaJfbFCMd+",
+	"6bokrpbUZqwFSksgnVnfhvYCJH6afS1ejUfobp4cIIHZKOKjjMMZWyI336fA1DL1rzKsX1xUaFU14bgc",
+	"Fui9QqrV6QcT4mcei6sWrfOuuADSOg8F+D7js1x9zYcsQ688NsvG13vLtLO/1kum+6312j9dr3+p/PXa",
+	"mxuocnt1i9doX8Tvq0KZxJxioZQG8Bk3DVuSFut8soIHRgx5XaU7RtLhIsLnipwHqXLTkSfSer6eyAoR",
+	"XXtVw7li9B+2LF4ou8ZrcDDqF2t2mt9iiUb0hrDVWFK0Qtx+au8qRJsle5cyF5cWqitQT18aAR7MHCQg",
+	"NwSqFqu81L5STj9CqTJy9YwuG22RYcGW0y0rI2frzOkDa9iIYQ7myD+gylxG2yqRx1JJXrkCkg8oyraW",
+	"JPaVCs6tJV+V1VUrwpkqwuaKKlikMKuPUET1RgC5SYHAYtumEg5ERUyw5M05PJd2ZbiuogO4Xt24ciF1",
+	"eRqJwVfILf7aKWdXC/JqkT+80J93VXp7LJh6AC47qny2jixdgsx9N4dABwxAkVFERRJ+YJ9zIcgCSwP9",
+	"CxA+0qrpiwKkseRd4TXoP4N8XfXIVM1QLxR93YzNKVqezOgLSeUrWmR/O/6G8wjo7zyK57lnYr78FIDX",
+	"oAA6MB0H87TeQDGKC4QPCaJCASYxGcPigo5GfEiJtGmXA+xdDykESUkilPGggq8CG7NH9LYnMlWf90EZ",
+	"4IwrsmYljyhpfENBU4XhQcWJ5hXSxs18iqjgIl+8KxU/v99abuktgNNIstkLcL0Wgq1UjhywL5EWbKyZ",
+	"Sk4xk24UiYVqmieeHEZGrKQLqJeqWxmXJBpSZbqJNfz6Ub7Kr4t6zvvUWAxma/Xtzil/a5aR/Jdy1kIy",
+	"4Nfka+UEVLEMwXiS+lIP57rS41ng4WEYQDFYgv0Y6rIialTEZk2fbqKELme4GykVk5pJ4oiwcyma2uX9",
+	"i82kxutvSaMQsCw6NQVMH4D9jhBnwQy4/RjLMVR7AGFxNcDiPQkvGlTphlasMFpWS80EpEUWD92h9UmA",
+	"wGoDfOF7+fgF1crXqHT6vy9UMMPWHycW4oLz11iMyCYCldvr1Ia0Zh9bqIBz4/baTCqjFrAzMapjpabd",
+	"ZrPdedpoNVqNdvewddhq4ilt3nQarRj4fgmeRC6TYIGJfGD4BlM4JRuBTNBL6cI/HfPP7gYiwM+JgBMf",
+	"JoPVx/sHyKfQooWPeKg2tAdMhtMpF4r4b4hP8UYIbJ082dQA0ESPAOnHNjQ5ScQ9zARxwfLqZz9b57wI",
+	"A/mel3TOSLjaFmgFlZdYjgccC78SjKp9KJ+zWvW5KABxNVzrpOwYgPH2bZm2Dr9qLaAYVmdTYM9sFFrq",
+	"XDmTAEv1mo8oW1E9c1O12vX7SpdnEo7kmKsPIo/Rohmq7Dabt7e3vV5jJPANVlj0eg2PT5rmQzPGFdnt",
+	"zHu9//SfU58wRT3OCgdiNJ9Xls9WWKl02cH7ZXmmPNf5Y5Xp/EU12WG6pO7oFEt5y4V/FUL639XaymOO",
+	"SZX3V2jrXLu4t+5Pa+SVdqJ6JfBQElFqOrslA0kVWS0ipoxlcYfpk56i6og1FLOiLKMp4HGZI5A6yclg",
+	"U0uVZ6s5mk5zm1ziaJaUC6lvoWq5YRJxYfK08pC7a8pusHUT1fUzAFAoC3I0IoIsr1D5tIMAMOwoVZkS",
+	"o4EnZlOo3zyOcjiNRXFBvTpcdXGnaCHa9HhUxQHuqRkV6n+3giqwgOqGFgfRosdExbRYVEFrUi9yCz/O",
+	"pb9JH1/RvZ43X9z3nr9vP9G9v/bzsRwQy+sRJaQRRfb33BWCQvrFhQbUVYJDZYEg9abdfbeafFB5lPk7",
+	"NWcW3mBx3Xz+9zqldbO3zQLewenx22NjHdaHu5Hdy4O9KuUjUrdOtvsPjH4KCcKe4FJCLIG1fsgjyMYB",
+	"EB9IEAOD/xNFpKJs9ATV9MH3sK3km0YbPN75M9750tp5drVzedd22/utYtTB1G2XR7upAPWsGdKG8kx0",
+	"V7/fPBNQ5R7HtqK7fk8gX2K9S7YEBWbhfruML7EEVOJeV/nizRddnFGA8YDE5VsGM4QZMnJnw7ilyuVd",
+	"p3tXJro6l3MY/484oD5cGRuBb6oANrmUkaUQmMsitqLxopNHAJqEOAB5VgU/t+TA2oFqZnhZlHH6LR7D",
+	"JPricc7ij/cLn3scxKxqLpL3ZAiihPdouFtalgA5hapZIf7vaukxjlwpjH8xSS04gUkxkr9rYDRtbfcE",
+	"r2gEiyhVgpebLZ6dyzFpLe5zZSK7fAAGURwhcfJ5Kggggxfr1Otr3bm6qgLfOqn3FVdSZSYl+gFauYm3",
+	"+LA5iIAsjlrs4AJSzpFdmoRyWrHVbGFidp7Fix8V+UrmscqLG7GDdVXg6LkKOG1R0w1JaTHY8+9WUotZ",
+	"+OPeEJvH54o4+MqggG8RyKuU3eVINokQc02UTvxYY+KbemYkfr4wzCwO/EJYEMCMCqH6hOATW3uiX7u7",
+	"M4Vr02Vr53P0H+hZc7+O/gfa7fQRF6g/IZjV7u4AH6xxfTuez13Uc9ove47+9yTUE2y+wb6gfs+p9xsI",
+	"GAHUghZG0NV/UxUNw4Qo3Y55QNCY6ltsdoR6Ts8pjZmjcaWAnMbaaRXu/Vrq8mxacN++4kGgT3rBfnVT",
+	"I4SgZQo5DlqwB5iMdFLoOnfOCoqeF+UMSOKFgqrZuZ6UoUdwcH8PBeCL7XBx5kUUrHBLmUyiw3KAcBAD",
+	"ph81NeWja6nr/LxzHKrxjvGnJ0xkSv9EZnFsAXhDgSnpLqDrpAdV/OgckqeGvAhymUkudqBEtrTuV4MX",
+	"zNCHAfW5kpbRf39xcdaEnM7js1NUk4REmQkRXNpUcEl6zONMCewpiMQEmCsPIhChdFKUO4cpk8qCrOEg",
+	"hvyCADtB5JQzSaS1XPaYzUkAnUaGVBEXSQ7kb7Q/X9BhCj5HqzONHuuxHXSG1dgcWDklQWCsujDYACst",
+	"Tz6RiN8y5AXUYLYRAyM36ULhfOkiuKgpZ9LtMRRXoYzR5iJsIIDjAZBLGWA5RrX+ov++D12kf8AKN2Wc",
+	"atLsu9Gv6Xr3d+aPebNfN3GKkhsIZ4wkZaOA6F6jwBmRCostGEK2r4WliPYKZqy7hVWDZpMjC29o3hnD",
+	"RMmoGE36daEkQjbvrslsvjBpqKgum3fw77xvh4FV9uXRClOB+qEI+pF1GwakewSTtosYF3oAkMfebhxY",
+	"UV5wYIq11GrGiQDNO+rPm4aV9+PyKbpLU1AN9jfpYAylaL706w10cmPOsT4egeQIQ/aw1NsO4ExmefQA",
+	"KRvBtOEocRGH1UP2j8A0AGQnQyiMI0F8Kog+MppmzWuiUwC505RI1P95xwal7Jz6fVQj3phHSR5A9UDC",
+	"moIV4oyYvtYBAo/ns9faj9r2C9HI+0dwFlichWbWJH58L348g3zdN7HZEFIDWEaaJXhj4l0T3+JB6X71",
+	"2usFRLDEwEYl/aKb6AdHREm01941GJxmO2CqWpCVSOFrkhJPhzRQeky2sSkkZdiOIV9zzFGt/+r05PXL",
+	"50AWlmThm6ur1+/e/enDmf3FTMx8BUgZfGhgJV1Eo3+ZC8kTmsW5iMZ/wnECrEjdh4to+gNhfvR16k9p",
+	"ULNGSv+PuChQ+n/ENfHGR3qB/62v+7VgWv3nfcQgVljWG+gdC2YwV3BvQVEgzQj1hAmEMScEfxTvJFwo",
+	"usv4ujLs0wA0+I0eXC9UQdxSDKGplRu9S3CntBstW56Q6Z+6zm6j1dg1ZugxXKjJqfR4EBDDU+2RBMmW",
+	"G50kHt+p73Th2xdxe+gvGmKpYpQ0adqMvIvYEz2/NHI5keo7bqAhIRvE5ihMAetQv6r5i+RZVMGPmfDq",
+	"HKa8jaLutBv76Swq5wB3yJ7fHrS8Z8N0ABcMxMhQa7jgonUotkllVA4lQmIUGnOv6s47rfaaE87kOnVa",
+	"7eyoVyETQJYVjGsxud70DBTpc0gtMpIRDDTN9cpeZJs3bctT37xpr1Wa+RyvRTNv3oXn2quf+8BwqACJ",
+	"lfjmod3VD8UF5eCJdoUnogBI88B+lXFlA9vgwU6FNxkJ4iWVmlzNlDrPKg3wDWYzu/Qg/+9XWfdsBSd4",
+	"arfSqkehgeaZp6ufOTfl3r6DkmpGxo9yuZyfoNqaFnORsvCzSdmqwQxR3wW7BOAsqjFlo0Zk+YnSHqRz",
+	"qftcxtOaFEp4pVlbTj2Nq4ruJBoaPOMaKB6A1mF4YtQ+GYl7WniJHxjMTCGmbo+9OP8RWbgh1DcinxsD",
+	"OSUFnWB0H12bA3fZd/U8374EKR/WRN9DPWZ7sNjCUT+RSNawg5GZ0Ug0MUnvRls21i6EZY/pFdDfm++M",
+	"bGmulSy7N/PfKMNfcCWNvtCp3vhI7Dcihu5Oa6ZGNy5U1V4YvrlzwjxuS5EnvDBSVXXvEAhEmKKqEOO1",
+	"8hX0eYf5C1zZuetZ62XP6aKeY4wPxoiQlL7Uv6TsEebnmAj079kLDB4OQnjyoN3Yn8PmJNNbZOA+V1Eh",
+	"XAyk6iYJaH5CqXEqMpCpLM7r15TY9ORNdqIraLjHzNTd1Dzd7Kz0TOJmsL2LbdqNztK5GhuAnSH4CLid",
+	"vZn2EXr/6gXaax+20KeQq4hb5OZY4W5urXM3R2X+Opls8s686vWcqS9YcEVrmR1stHEGoT0syVlXYzJD",
+	"twSyMrb39/b+/mr3t6FdoEZr99Qa2eI9bjgOqiUXEWKE+IBiu+79HlttZDOFAdIsV1xykLZrXWK2HPUb",
+	"LXWX+Q9TzW0sVYWW8bUYPXJ/bSiDheJ0LfZIDl4y8tGmWNTHcpXosjL3Ok5eHUG1PAaLjcEsl0JWxj6j",
+	"jx/NzXJgAZo7u5fZKVXEgMvie65yIGeKgK5qnCp0XrFpVFp/fll+UZff0G5+RXJXbcE1mbNVg+FxZ4qp",
+	"KAYo5cLU5dcNwCz2C6zHEbIGai8qspHKk9fN+hZkAKr7S6IaPQblHfom4OC5J2/63UTwzU9Ni822WGrh",
+	"eAS/7bHIqG5gv1NCtEcirEUzWlSDRPMo6dt4EYBFRWG8sG6pGzaSRV9SGdWUXHXR2kfST8xdfVXj253v",
+	"TXWRlXc1vo1amkcf9ZaPMfi/w358zH+TN/23fWVnLt+TZ+iff/u/UZZe9RH4MXMEcgSMFB8RNTZ+sOim",
+	"jf0oSy5bYQs4LLlpoya/j2vWwHkBCJbhrc/2n+n/EsB/p/29E0NSmTadPVsyQH3RW5h2NTubv53zRTce",
+	"92pecjdnL+f87dxp7F+6H7ML1Glf/u7v7DIKcBfXb2XjaF3XvfbfA+IUQ/pbwqCiiR5nBLS6gbsd1ax3",
+	"w1gt4kfqXdRPlqQXtlq7HvXb8AeJP3fs53/+7e/9yGCWk337LiKBJEtECItvQGUiI2jB4KjHoGXkYhxw",
+	"f/ZEor76Yj1Ryfiu7ISo5P2tiLAVEb4REeEQRARTaMb6ZO0lDdFMqcBBU1YPjratilNNQMhHNpjw/vUM",
+	"xfpJG7h26S5xP5qWJgT+X+qAvHPG4YT6NjA6hfEnOJ843XYWWa/YQbnXghshNpgal2XmxisOCl0RXchV",
+	"KgosCa3a/MWfLEGJezIzucI2D55t4tssnPFSZ2dkT/W5ctEgsVihGE5za0fd2lG/oh/UxrcqnuLKAMVk",
+	"3Y2RIRXVBlyNc569yKDaRXc/Hr+/en383cnrLjIpnugv4CX5C/rocyUv5xWMrHm2fhfJTvNmAPKrnsQC",
+	"kx4R9ToVr/8Q/mLiNxLusH7piUJPSlJ8b5MH/Osc1Nbe6ieiiK9fnahyAbVtoKCRCSI0+f+ayMEhbim5",
+	"Zoqj2IA+Q7z1Qnp2HyKGrLYsxAkcVm6pfHySOKuyIxSJOeaJMnEnS9unzAtCSW8ICvgtEbY2V21iFqco",
+	"WDkCaq5mSUiARsrfHE6nld5soKHXf29RX1OTMZl2GVvExLa7oi5HfiJwwWl1FjMEVRchPjLAkynxj1BG",
+	"R02017I56nFdSfqlbHCrqkY+rhVscRPjLHpjJkSn5+9Mnh18UaDlohokXVgL1ndEBNRUVU8MG5nfStZJ",
+	"fSleIOfDxQunJGDjYdYqyIYyN4bJY4Ioz1SOkvmcmKvSAn4OZjuR7NudXbdaUOK8uvkulexbbj7K2TKi",
+	"cCI3GWePZUcDV2vPues5PVBY9L9dyFfBLhrof+c9x83MLekCzEhuq7Hbyv63597N3aRRu9Ve19J0HGez",
+	"GRZ5hPqwW2A7wsEtnknU1xvXRzX4AcKbUMDZKHJI2ayVoSAQgF3gRjIVf80Nw4eo/xHYIEQAX/azJfWg",
+	"rhCU41OC4AnxeyyOCq8xbpLl6m4S6bV6J/opsOxO2+0xyIWygNYTv95Ax2iIaRAKgvBQ2QQWGA2g4yAv",
+	"4FEhMI8zZkKzouuwx0xrhgPkjUN23UU4iUuHjIWB4NeEmcrfQ1NDEPwDUTlqGtgaJwHn19KkND2qOeu3",
+	"qlT95mW1hby8xXqU/2qRrIopabmM9Q3GtM/dTqdy6LcxBm08HH3TN+I9vDwpQIiqFqLLEpXQ4o35UGFJ",
+	"xGldxi4EjgP+O46SX5uRbc1J34g5yZSWAYoOqFRa3Iki7fFi2LpcalV6mMVoMQz/X3MNFJWw9mcGecSI",
+	"eNYLMiZQJnKAtag3oAyLGXrx7uy/zc9YMwNIAVcmzEKNCesxzSXCqSRC1bXg9eL8R9O9TcYbJ9HLUSpB",
+	"vzwXoMdqJqHRSpcukqE3BqMIQ+SzXsgnEvVToqWbThQD2Rm6MtJzj4ERxdjGn0ikf6mn8g3cOJQ6E0iO",
+	"akaihNxPMEXqpdSSsM9VvYH6+UD8Lhp9oVPzTs8jU0X8BnpNWZy2HzJLWNalqiVO1wiudoEGRC8NvL3d",
+	"BROQbz5BBS2D4JTkYqBa3zTtNKJoMK3wQM5du9Wy6XYmz9SGmOqOrO1fy9sBVtG2QN44TtTdqFmPqVvq",
+	"kVT+5ATPoKIo6p+fvD1/9/747PTq9M3Zu/cXV2+Of7767r8vTs77qGbVWdRGf6Tf1fW0JWGqxzDzXeMg",
+	"18s1Jb6LfJLkPXQhw3JAZpz55bkZjyTC/BazNCqmW4BijHqRdKO/uotUZK0gB3jQc+bzHivr8qCoy6f3",
+	"yOBYJzmjRO2srvXDtEDpT545iJ556v5mcjLa25yMrbS4lRZLkjhwWqWPsjmqSYfrJ3Hk4CBSIBx3eDSa",
+	"N+/ALDdv3hHmz5f5SuJKsc5DOYYpH72gj1aq+e6Uqpa2gYuuycygY1IlY6jaLFP4VkO7tma0xzGjRfEo",
+	"QCE2UJshGvvTAGaii+6O//jHyJM/t6ZvA0QTTlDLNcAnEhmwisgzqtWXI2ihW2raNiGOU2yBf6CgjlTI",
+	"uNM340KNGAggS+YlBRN9yTwC2oEyRROnAUHR97EcOcVqnEiReDRy8uJBkSBp47Gj3nKlmE0JZuP9KQJk",
+	"XTm3M6zG5+Ayrdj4RFPk5TKut9oTvPUBb33AWx/w1ge89QFvfcBbH/BWeP0d+oDTMuVSj+7Wl7v15W59",
+	"uVvr3O/bl0v9tY1vD/TOljDora9162v97fhat17WrZd162Xdelm3ctxWjtu8lxVKJ2gZJsF/TduIHu5f",
+	"tSLeglfVJwEx1Wyyl575Pr7sckyiEvXZa8nZ2mn+tXaal7CVGbaZlNKhrMDj+BiuwEd2rnUaraatArPM",
+	"nXbsRcWfHnbt5QosG2dB5K70JxTIqiJ+oh1SyfVnJ/Xry1X+tZky7UKbEiFgHx+QgLMRqNg1xXkgUSiJ",
+	"1oIUN1UztPaiW2Z85xEVpvhxUamZcgy1pNHDUNQ2BHQmU671Cf6sFYcI8Wwv9vvEGGetLITZXVzL0vnr",
+	"NVXemDAnU5Phr2mIkDWcYnHgjXxMZLOiiWZdggbIpJWu2ZmqCep0Wp2DnXZ7p9O+6Ox29/a67Vaj3dnd",
+	"2z/4s2MqdDr7w7a/67Xws0Eas6tD4qqJXSdZOctiki+giKMzVmrabTbbnaeNVqPVaHcPW4etxeJDpa/K",
+	"VtvTu9ytYsDehQK4GFYtbQGep7d49YJ0sgtSinqXLEiaaBIncubLSguTCEnltUH0fWT2ea+1lyr4GxcE",
+	"NM5GLRo0nOzEYTp/tTj8RsGOjsm9rOQRyR9DoZ9HBqsrBM8hTIkZmM0tayF+Cm+Vsujr+4LD/a4i4l5C",
+	"ked3LJhtIc82CXn2FCDPkmu0AJE89ulbcmygUyXRXqttLKem/PYOZ8FsJQZamsGWip4BjRJO17/UTeSH",
+	"W6ndOf1Sqe05F+q7WaWWBAtvXAmTFUp9VRP3o7anrHrryulfqea2/6KYIyqhxjApCk+Ji6EvWmlf8MkE",
+	"70iLMeojTRtuBK97O6aeKVVtAZvGWJbFhukHr66i6mRLg2RKZsDFCDP6Bajs6or6D+8jKtO8tJvl65GU",
+	"z/FLpx5fu3rUV1d0eYhQSbRXFQsT1Fbe6jzFbHIf2CQ4Ey1rOorK9blIwrF3kQSTFfPR1PjgNKGLkGkG",
+	"ev7D6zRztDzQWAoKFRsjB76Mqn3fWzkpFYv/FH+RrWd85fGAC71Iw6GWYJN6uh+dMZ+QNfCUzehtWfDq",
+	"sRhViNV06jtbwMBfq+CxCyfKkHkC2lfra/LsI+ueBHuCib8fkAC8lBCyUi8+TIVyxlVzEAbXTfOmZnlZ",
+	"sxPsjRFVZGKBjU92wanoohtDO8Y5fLILhUgbSEv4EBRoqux2ER1C1U7bQ49RBg+mfbtWuXNj14z1GfeN",
+	"DNWHTBdpiqgNsA99PZG2ECiWPdbvORbJmfnks8FybphvoJH5puf0Ua3fc3YbsGw9p++ifs9pP20kR71h",
+	"znnP6dePELbrC3GMsNxUqh4TZEqwkqjGmd0ERQQMqm6UFds6sgbhQBDsz/RFHoFDa2pB8DhWPWbn04e3",
+	"9Rvo3ONTIvWyDrnQS1sbhkFg7ESyXuRfTrNF6Twk5GyRMea53F0i9nSHOJAk0alHWICguX4tzCxPBCvR",
+	"qXmubewFE8qiLx6rUOa9hlxct3PRBhvlu9k9cqNwCk1ST6TRdbdosb9v5m/IH7U1d2+33FarlZRlVIgz",
+	"j+R9eFkP3xrcP4O0vdyBlxK2HujA2zriNuWIiwWDuERjYpdIiq7bdIASAXs5cKhzf41pu9kbTO00S1qq",
+	"JN0DAudPZGZiLLHyxgVR8PrrhytYCzJCTp0KuHn2akg/E9+oZMrp7rUae64TsJHT3dltPJ27qZb2mp1g",
+	"FuLALNUa+taHqV9Z31qT1LdxPr8HzWzPVsEQiuIAhUBOR6if0HUfTYgYEYSVEnQQKgilTj4Y0GlBJvyG",
+	"SMQZqZee6rAoOyVUX8Hs8YhGjO2h2h6q/KF6pY+EOUpwus6OL158/0QiEWpJxlRHMloxisjrPkKu0Zyr",
+	"uFYuoOXWv/KV/Sv3ss/DXn1t8/xvPh3TnIMn0pqbGuhVYntCeW+m+frhouhKWz/s9SZuPlM8fqeNhlRM",
+	"brEg6155MJING+9Tffrb2+/3Zu/ByNxTNmSwJj0+JahvvuzXu2AnNEADgofKqvhvfri4QIpPbXCCGlMZ",
+	"GQXglCJjKrA4I4k/ufD4Vro+72iVeO/8ed3ajP7VZPae3PBrk7NsMVnyPH7DHL0Cjox+C+R6Lqe8JLiu",
+	"guwWm8C24tuvQXyLEZa3EtwjSXDxgcgmY0Sn5DGltujVmxDZckG5jCqn6/zjf79w1oA/MqPZsNiW7XYr",
+	"uf0OJbckVI2lY/aWxmvUy45j1bswBYpfVR7LnMetSPbNuPFi+tEiPVWywGeXZdjVyv05D7mQt7u8KZfB",
+	"ARg1teAdre0j3MTVa1lU9/xt4vrOOvyi8MlBEAKBxdf4q/Wv8Q278rJ0v72/fwf391nGi7fkUC71xP36",
+	"hdzt6diejo175UpFWnIDQ1hqyjmBNlsLToFN5kEZSCXA3YoUIj0xLiY40Hsq6GhENAe5dDeTVQMbvE2q",
+	"qQQk8EQic2ZsBLhWEgTBfhwKnjp1pmEmdSaPinxLBmPOr1E/FEEfYDvQVNAbrIiLAs6nA+xdIw4IUdc7",
+	"AfdwYLA8UK3dgtznVvPQRVEitP7QY+2DZ43O/h58bh+4aOi1Wt1u86mL/vm3v7sGbFCTGxJE8uAGMPg4",
+	"RL9k4OE467G+SRmQjbcNGGDIAiJlGrDtp5Pvvn/37k9Xx69fv/vp6uz96Y/HFyfPAcm5gY4ZMh2YCPxb",
+	"QRWRPVaTRF0l+cWTT0rVI3Uc1uyJRPyWIY8zH/CEU8nIEM0veDgam/oIdjd6DFZKcUSVm5sGKHH9qIs+",
+	"aqI+OGn6qIZhkesNdE4IArxm011j4pfH9MNxeYiAYRcVmOgAngaUNQBMuwNtcz53Uc/B9qs4ZX8+n2fi",
+	"0SFRX425HtvZu/OLBBvM0lUmY152m039pWzYsTQ8Pmka7ysoIXoJL/hbw2j04KZ4FnCse2/prvWiOV0n",
+	"Wxcw8t42cYDFJBmB3lXoNd5FoP/QLKfT3W21ouUFLcQkhDgxDMFhK4MoEb2mkUGWcPNO5DGgzVYUz2Aj",
+	"N2yATPW5zfn61RsTmWEvuWwfgLDEgNYAAJYS9SXxBFF9APFD3785foGuyQzxIfCeiMlLOmJAuNJFcqw5",
+	"HLiIOcu6gONro0hSu4N/Kzh9Ey61tS1+K7bFiJwiy6JPAnpjqhvUpoT5+irmEc6rL/h0mksgTEkUZVbH",
+	"kn2vKgZu93yDmQKwXW6SEeKFQkDBBpUzcaQlxfWgofSDVYyIDxZactkD612yGzYPpih1a/343dkGuynF",
+	"wMJqQ5S/GykbAZXK8FBBpgH2iG+LnaBj5I21+uSnugB9SBD97A1QidaLiLKlzPRJ1WqFUb/LzmyJTfJ+",
+	"h+6RhNftudqeq/WtiqBfuanjomUXq8AWmhqrSK/NRPCpYHp8GTf+OjbIMrtcKAsNc1Zwg2OuxMz8aSdI",
+	"fMd1hpgGxda6kpcBWINRmYtemBgA3cgquFFLoF3v2TYKbMMmxMi2lVB/tq5SF/zSUyKii4wPDcJGQhAp",
+	"YTLASj+JlSKTqdq0NJk5vWk4qRUn9l266dZn8GuI+kxv2dYLUH6E9dqkUWSeSJSh9vQRzJyYleBZ6W42",
+	"4bnG3iSFoHr84s0JesHFtFHdNJoe0YYtpItdbw2lvwFDaXpb1wi2zB+UJffO3TWZVTB8Lhymrf3z27F/",
+	"ZqlEizExnI4FaPXGxHdBwJmQyYAIOaZTaXP0/fpyHltmE11OEmtekVuq2KCFNL2wK+7PtQTJ90TyUFRD",
+	"VtnU7ZvD1Q6FLe7rhVLxCRH3vH43bDtdJOWtqed3HV5ZcNRKzJm/HTF1e0625+RRAi2XirOCr0ybfc+3",
+	"ybK/ErOJ3qqtuaRq0CQQNqpBFS0XEZ8qLlx0Q8ktEXUXDWZGN0yfJTguxWcoVgXLJH79Oue+u7qV8Dco",
+	"4esFLdrVh0n0GZqogiW1RZHaokj9RlmrBYKqxeDmzM/A18i6ixi5IcJi0JpYxTVgpJZYrjcGAuVjOR5w",
+	"LEy5Ew6+TEGwX10X2KJAbZWAjVu14/KRmhBcZHGghmEQJJXpocRAXxNr/8gEDcEBQxQKUvXh0f7SiN9i",
+	"0Ke1MJ626E7fHLoTjtDDMJuha8r8+hEokJDlI4nHmY80W54hyqTCzCNIkGEoiUTUcHEv4OaTNNhiHmeM",
+	"eAvOxnsDRJVgPoVS/7hUnPqgm2ylqUVpKlep5TP2FNLryfCElBXOin5fr0SX6ZvsTDANEPZ9QWRpaS6i",
+	"G22+HJemgq2ctlbEAByc9OGFw7ZSztKPPUTMMgTQdbCP/2cq+8txHfBRvLUmWB/DmZbylgt4OReCeGpn",
+	"zIWEJPiIUqGn6rKZHv6G7bOwItu4gV8rdHs7W1RL76a+KOUtERJ1Wi0XYROBPQ2wGnIxgWJW9aKTU3B3",
+	"VQwViE/VVmb6ZuCX9J4U88cyW1/xLq7FQrYbuBFbX/nerScn6n6qeO4feisu3n3RyKXCw+EaBST1SDbs",
+	"qP+1XHBbm8NmbsROYTETzoKZNSowFaU7mSSmI9SPRDWotG6UR7/kAJb49L+mYPkQ6fG9yeTanq7t6Xos",
+	"t35Enn2wvfSBsou9/Kskz+ZVE0tJR+xqMXPiATdhoX5oXpRPu3h4tVEbnCM4wG8Yh+19yogew/gmVlZe",
+	"v0zo9ixvz3IulC00RhXQGWk2ptieZQxuZ0ALMncl2FD1d/pJQdY8zCb6+CscZvOiRzrMJYc3Cwpqn1h+",
+	"pq03OHN6P9pHk1REPviFeNtTvz31m/F542uSHHseKsSHuaNf40wfdC0LM640a4C/TG3v1aajipUttjUt",
+	"/lXBJAsuEAvtTv0yv4cflWdc6lcpf/LqivoPedqwxI37Xf5VdTp+vTEyK+tulHCCtXD9t4j+v3FE/9QG",
+	"5zh/li/JT0E3AoiLUWS0CmRwMPU8oGgYBIPIGVNjoqgXj/OJNHg1aEyl4mJmEuUG2Lse0iCouxAvQLAf",
+	"1Y6KkexTmJcYCXybwbgv9At/ngaYFsNMyE/r4EpUxrThjLwblt6WeeTs0lsiangerd55tMbO/BJEzOyW",
+	"XKTW6QhxYYEU7AI8l58Cd+lWUUBYSKA3nZ93LIHvnPplVGqbN23LU98Iv785ifVXXgHiaE1awMVnNj6t",
+	"x2enjYmP/vG/2k/rm6ousU7BiG2piK0quC0VUe7z2BaJ2J6Lbe7iyiIRHmeSB6TcGmIbOCslQkU+q+ZY",
+	"TYLMITKQ396/+dzTQibSDQwKuPlBf0YBZqPnPYewnpP5jWA//XlCFEbeGAtJ1POeE6rhzmH2CUVVYP4k",
+	"kjDJBZ5SZGdgWjRTTf75t78vVdsL5Uvb2xOJpnhENiUv6i0mXiiomjndj5d5HfeWDKIXpyWPvbqLJBE3",
+	"xEdDwScgzwwow2J2BNHF8lqiIUBfmiBlqiQJhqAhScJ8CEEG3zNl6Oed41CNdyBaOJPsGlFDnmLupliN",
+	"56vo5hWtTDuelFnS6QrOFbpDQ87UzhBPaDDrIjmTikx2QuoiiZnckUTQ4RGaL7fgrE2dq2jD9vgLvsGG",
+	"QrL90onmMSg8C7gye9NLVu6GMJ+LZjgNuGpCkwaRk8Yvsucc3YsmhzQgm9Rc9oq2xyiRGTVv5eDeciRD",
+	"b7zRAS45KsfwokhjTh2aUoJeoeNnO4xPIJ5OG79IF0k1C0jDk9JFmT3959/+Xj9CZDJVM1NFPGIVoJ7r",
+	"c5No5/ZTVhhYakzUh3BMcKDGX0pPX/T7vfT4lARkITG7DpSZ0KoPHsEPg5nSXe539jqHh62W69zi4AUP",
+	"mUqmAJVAzhWffmfatuxX8r2JYXG6rXllAep7mFARjR0H9OZr8eGp4B6R+rLNIcHlmeSEKEE9Wbo/0e/V",
+	"OGN89BIG8wd08d9nJyi+5a6MueuKshGRivhXiiscIDCNEtFjqxrudXpsPcZzJviEqDEJJdKD1Jo1lxaw",
+	"mYsJVl9hT1JjsCuKalbaN1M3NfsDrAjzAIpzynkAOr8+s7ASKFqJ+tId5VPC8JQ2okNSuK220YOPHWVD",
+	"DpughRW9C9HuOa5zQ4Q0O9ButLRAGb206+w2Wo1dsFuqMZSOyRyvrLYfvyLvx427W6CBpOP8UzkncbIM",
+	"8JbouUWvcfF19m5K2PHZKfK5F04IU1/lcFMZvw/C0v/r/N3bpQQhCPZn5RzY/rwxBgz9VVc435vmiwsM",
+	"P2xOWLifNrOExfpY4QGWUe0Vc4DBUAczQ1SiCR0JrHKYLJntyb7jzgGp9nuYgX7n3LVf/QCWcv2NHoeW",
+	"pAvFgP4EXxPN9PuollTFOn758r0boR+i7mHrsFU/QtNQoRkPBRS3shlbKApHSeo0dZvNqKBXGx4Fg5+d",
+	"Tf795vJzoQYZZUTLGxG7M6uTIt5GIlqk1mTRrZpynaGaIgwzVY8VhQEJOBtJpHiqO9u6oC/Id0K1k7aL",
+	"Tjr1aMeoyLvuY81lr97IZsYVjTDzcBeNBA+nUsti5nX6LRGuYEnPWaCe4jUwmCUmRTNajzGWXVSIYpLq",
+	"3GBclPmr9XLsuuhkz0Un+0coHt9+eny2vFZBJ7ErU8/X9uiCt4eLlGG6dnKQ7ttNzNH2DYm6v/iO43Ta",
+	"sy11Z2isvggvkFY7d9NvsHmpi93ftBsH5oq1N2wELG+oeJQZpb6IC/o4V1hRqeBeP3la16OTwBpR7eTQ",
+	"jBKPRoKMLNbkybP00DDDwUw/XNDziwjrXqJU6TmZol2Lf9+NKjtJ1+TnTsNBQOUY6julStylF+jQzdWZ",
+	"S4/KAnfPL+f/fwAAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -159,6 +159,9 @@ func FuzzParseStatistics(f *testing.F) {
 	})
 }
 
+// timeAware are E7's aggregations beyond its default eleven (API.md §20).
+var timeAware = []string{querybuilder.AggTWA, querybuilder.AggIntegral, querybuilder.AggCoverage, querybuilder.AggIncrease}
+
 func checkStatisticsAccepted(t *testing.T, req querybuilder.StatisticsRequest, opts StatisticsOptions) {
 	t.Helper()
 	switch {
@@ -168,7 +171,7 @@ func checkStatisticsAccepted(t *testing.T, req querybuilder.StatisticsRequest, o
 		t.Fatalf("range %v..%v does not match %d..%d", req.Start, req.End, opts.Start, opts.End)
 	case len(req.Variables) < 1 || len(req.Variables) > MaxStatisticsVariables || len(opts.Keys) != len(req.Variables):
 		t.Fatalf("%d variables, %d keys accepted", len(req.Variables), len(opts.Keys))
-	case len(req.Aggregations) == 0 || len(req.Aggregations) > len(querybuilder.Aggregations):
+	case len(req.Aggregations) == 0 || len(req.Aggregations) > len(querybuilder.Aggregations)+len(timeAware):
 		t.Fatalf("aggregations %v accepted", req.Aggregations)
 	case opts.DecimalPlaces != nil && (*opts.DecimalPlaces < 0 || *opts.DecimalPlaces > MaxDecimalPlaces):
 		t.Fatalf("decimalPlaces %d accepted", *opts.DecimalPlaces)

@@ -66,6 +66,7 @@ type common struct {
 	start, end *time.Time
 	join       bool
 	precision  int
+	signal     querybuilder.Signal
 }
 
 // ParseResample validates an E8 body for the account.
@@ -76,12 +77,13 @@ func ParseResample(body []byte, accountID int64) (*Resample, error) {
 	}
 	c := readCommon(o)
 	period, okPeriod := readPeriod(o)
+	series := readSeries(o)
 	if err := o.Errs.Err(); err != nil || !okPeriod {
 		return nil, err
 	}
 	return &Resample{
 		Query: querybuilder.ResampleRequest{AccountID: accountID, VariableIDs: c.ids, Aggregation: c.agg,
-			Period: period, Zone: c.zone, Start: c.start, End: c.end},
+			Period: period, Zone: c.zone, Start: c.start, End: c.end, Signal: c.signal, Series: series},
 		Join: c.join, Precision: c.precision,
 	}, nil
 }
@@ -99,7 +101,7 @@ func ParseAggregation(body []byte, accountID int64) (*Aggregation, error) {
 	}
 	return &Aggregation{
 		Query: querybuilder.AggregationRequest{AccountID: accountID, VariableIDs: c.ids, Aggregation: c.agg,
-			Join: c.join, Start: c.start, End: c.end},
+			Join: c.join, Start: c.start, End: c.end, Signal: c.signal},
 		Precision: c.precision, Zone: c.zone,
 	}, nil
 }
@@ -138,6 +140,7 @@ func readCommon(o *validate.Object) common {
 	if p, ok := o.NullableInt("precision", 0, 16); ok && p != nil {
 		c.precision = int(*p)
 	}
+	c.signal = readSignal(o)
 	return c
 }
 

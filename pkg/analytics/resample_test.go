@@ -43,6 +43,28 @@ func TestParseResample(t *testing.T) {
 	}
 }
 
+// TestParseSignal reads the time-aware fields into the compiler's request.
+func TestParseSignal(t *testing.T) {
+	r, err := ParseResample([]byte(`{"variables":["a"],"aggregation":"twa","period":"1H","start":1000,"method":"linear",
+		"max_gap":90.5,"fill":"previous","fill_limit":3,"extend":true}`), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := r.Query
+	if !q.Linear || q.MaxGap != 90.5 || q.Fill != querybuilder.FillPrevious || q.FillLimit != 3 || !q.Extend {
+		t.Fatalf("%+v", r)
+	}
+	a, err := ParseAggregation([]byte(`{"variables":["a"],"aggregation":"increase","method":"locf"}`), 1)
+	if err != nil || a.Query.Linear || a.Query.Aggregation != "increase" {
+		t.Fatalf("%+v %v", a, err)
+	}
+	_, _, err = ParseStatistics([]byte(`{"start":0,"end":1,"variables":[{"variable":"x"}],"aggregations":["twa"],"method":"cubic"}`), 1)
+	var ae *fault.Error
+	if !errors.As(err, &ae) || len(ae.Detail.(fault.Fields)["method"]) == 0 {
+		t.Fatalf("statistics method: %v", err)
+	}
+}
+
 func TestParseResampleRefuses(t *testing.T) {
 	base := `"variables":["a"],"aggregation":"mean"`
 	cases := map[string]string{
@@ -64,6 +86,18 @@ func TestParseResampleRefuses(t *testing.T) {
 		`{"variables":[1],"aggregation":"mean","period":"D"}`:  "variables.0",
 		`{"variables":["a"],"aggregation":"avg","period":"D"}`: "aggregation",
 		`{"variables":["a"],"period":"D"}`:                     "aggregation",
+		// the time-aware fields (API.md §20)
+		`{` + base + `,"period":"D","method":"spline"}`: "method",
+		`{` + base + `,"period":"D","method":1}`:        "method",
+		`{` + base + `,"period":"D","max_gap":0}`:       "max_gap",
+		`{` + base + `,"period":"D","max_gap":-5}`:      "max_gap",
+		`{` + base + `,"period":"D","max_gap":"60"}`:    "max_gap",
+		`{` + base + `,"period":"D","max_gap":1e13}`:    "max_gap",
+		`{` + base + `,"period":"D","fill":"nearest"}`:  "fill",
+		`{` + base + `,"period":"D","fill":null}`:       "fill",
+		`{` + base + `,"period":"D","fill_limit":0}`:    "fill_limit",
+		`{` + base + `,"period":"D","fill_limit":1.5}`:  "fill_limit",
+		`{` + base + `,"period":"D","extend":"yes"}`:    "extend",
 	}
 	for body, field := range cases {
 		_, err := ParseResample([]byte(body), 1)

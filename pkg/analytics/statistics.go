@@ -48,11 +48,12 @@ func ParseStatistics(body []byte, accountID int64) (querybuilder.StatisticsReque
 	refs, keys := parseStatisticsVariables(o)
 	aggs := parseStatisticsAggregations(o)
 	places := parseStatisticsDecimalPlaces(o)
+	signal := readSignal(o)
 	if err := errs.Err(); err != nil {
 		return req, opts, err
 	}
 	req = querybuilder.StatisticsRequest{AccountID: accountID, Start: time.UnixMilli(start).UTC(), End: time.UnixMilli(end).UTC(),
-		Variables: refs, Aggregations: aggs}
+		Variables: refs, Aggregations: aggs, Signal: signal}
 	opts = StatisticsOptions{Start: start, End: end, DecimalPlaces: places, Keys: keys, Aggregations: aggs}
 	return req, opts, nil
 }

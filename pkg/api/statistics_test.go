@@ -449,6 +449,8 @@ func TestStatisticsValidation(t *testing.T) {
 		{"unknown aggregation", statsBody{"start": 1, "end": 2, "variables": ok, "aggregations": []any{"mean", "median"}}, "", []string{"aggregations.1"}},
 		{"aggregation not a string", statsBody{"start": 1, "end": 2, "variables": ok, "aggregations": []any{3}}, "", []string{"aggregations.0"}},
 		{"no aggregations", statsBody{"start": 1, "end": 2, "variables": ok, "aggregations": []any{}}, "", []string{"aggregations"}},
+		{"bad method", statsBody{"start": 1, "end": 2, "variables": ok, "aggregations": []any{"twa"}, "method": "step"}, "", []string{"method"}},
+		{"negative max_gap", statsBody{"start": 1, "end": 2, "variables": ok, "aggregations": []any{"coverage"}, "max_gap": -1}, "", []string{"max_gap"}},
 		{"decimalPlaces 17", statsBody{"start": 1, "end": 2, "variables": ok, "decimalPlaces": 17}, "", []string{"decimalPlaces"}},
 		{"decimalPlaces -1", statsBody{"start": 1, "end": 2, "variables": ok, "decimalPlaces": -1}, "", []string{"decimalPlaces"}},
 		{"decimalPlaces string", statsBody{"start": 1, "end": 2, "variables": ok, "decimalPlaces": "two"}, "", []string{"decimalPlaces"}},

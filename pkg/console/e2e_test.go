@@ -218,6 +218,21 @@ func TestConsoleEndToEnd(t *testing.T) {
 	b.run(t, chromedp.SetValue("#tz", "Asia/Kathmandu", chromedp.ByQuery),
 		chromedp.Evaluate(`document.getElementById("tz").dispatchEvent(new Event("change"))`, nil))
 	checkChart("15T", "Asia/Kathmandu")
+
+	// the time-aware aggregations and fill (API.md §20): a time-weighted average with a
+	// gap limit, interpolated, its empty buckets filled by the previous one
+	for sel, value := range map[string]string{"#aggregation": "twa", "#method": "linear", "#max_gap": "3600", "#fill": "previous"} {
+		b.run(t, chromedp.SetValue(sel, value, chromedp.ByQuery),
+			chromedp.Evaluate(`document.querySelector("`+sel+`").dispatchEvent(new Event("change"))`, nil))
+	}
+	b.eventually(t, `(() => { const r = JSON.parse(document.getElementById("chart").dataset.request);
+		return r.aggregation === "twa" && r.method === "linear" && r.max_gap === 3600 && r.fill === "previous"; })()`)
+	req = checkChart("15T", "Asia/Kathmandu")
+	body, _ = json.Marshal(req)
+	if want, err = analytics.Psql("resample", body, account); err != nil || !strings.Contains(want, "refilled AS") {
+		t.Fatalf("psql of %s: %v", body, err)
+	}
+	b.eventually(t, fmt.Sprintf(`document.getElementById("sql").textContent === %q`, want))
 	if shot := os.Getenv("CONSOLE_SCREENSHOT"); shot != "" {
 		var png []byte
 		b.run(t, chromedp.FullScreenshot(&png, 100))

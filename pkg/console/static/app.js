@@ -133,7 +133,11 @@ async function variableView(id, params) {
   const pick = (name, options, value) => el("label", {}, name,
     el("select", { id: name }, ...options.map((o) => { const opt = el("option", { value: o }, o); opt.selected = o === value; return opt; })));
   const controls = el("div", { class: "controls" },
-    pick("aggregation", ["mean", "min", "max", "count", "sum"], params.get("aggregation") || "mean"),
+    pick("aggregation", ["mean", "min", "max", "count", "sum", "twa", "integral", "coverage", "increase"], params.get("aggregation") || "mean"),
+    // the time-aware aggregations read the values as a signal (API.md §20)
+    pick("method", ["locf", "linear"], params.get("method") || "locf"),
+    el("label", {}, "max gap (s)", el("input", { id: "max_gap", type: "number", min: "0", step: "any", size: 7, value: params.get("max_gap") || "" })),
+    pick("fill", ["none", "zero", "previous", "linear"], params.get("fill") || "none"),
     pick("period", ["1T", "5T", "15T", "1H", "6H", "1D", "W", "M"], params.get("period") || "1H"),
     el("label", {}, "time zone", el("input", { id: "tz", value: zone, size: 18 })),
     pick("range", [...Object.keys(RANGES), "custom"], params.get("range") || "day"),
@@ -165,8 +169,10 @@ function body(id) {
     start = new Date(val("start")).getTime();
     end = new Date(val("end")).getTime();
   }
-  return { variables: [id], aggregation: val("aggregation"), period: val("period"), tz: val("tz").trim(),
-    start: Math.floor(start), end: Math.floor(end), join_dataframes: false };
+  const req = { variables: [id], aggregation: val("aggregation"), period: val("period"), tz: val("tz").trim(),
+    start: Math.floor(start), end: Math.floor(end), join_dataframes: false, method: val("method"), fill: val("fill") };
+  if (Number(val("max_gap")) > 0) req.max_gap = Number(val("max_gap"));
+  return req;
 }
 
 async function load(id, chart, { sql, plan, planText, exec }) {
@@ -181,7 +187,8 @@ async function load(id, chart, { sql, plan, planText, exec }) {
   window.consoleChart = new uPlot({
     width: chart.clientWidth || 700, height: 320, tzDate: (ts) => uPlot.tzDate(new Date(ts * 1e3), req.tz),
     // empty buckets stay gaps; points keep lone buckets between gaps visible
-    series: [{}, { label: `${req.aggregation} per ${req.period}`, stroke: "#3060d0", width: 1.5, spanGaps: false,
+    series: [{}, { label: `${req.aggregation} per ${req.period}` + (req.fill !== "none" ? ` (fill ${req.fill})` : ""),
+      stroke: "#3060d0", width: 1.5, spanGaps: false,
       points: { show: xs.length <= 2000, size: 4 } }],
   }, [xs, ys], chart);
   const [compiled, analyzed] = await Promise.all([

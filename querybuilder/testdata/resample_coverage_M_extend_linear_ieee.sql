@@ -1,0 +1,129 @@
+WITH req AS (
+  SELECT r.ord, r.public_id
+  FROM unnest(?::text[]) WITH ORDINALITY AS r(public_id, ord)
+),
+vars AS (
+  SELECT req.ord, v.id
+  FROM req
+  JOIN variables v ON v.public_id = req.public_id AND v.account_id = ?
+),
+pts AS (
+    SELECT x.variable_id, x.ts, x.value, true AS inr
+    FROM "values" x
+    WHERE x.variable_id = ANY (ARRAY(SELECT id FROM vars)) AND x.ts >= ? AND x.ts <= now()
+    UNION ALL
+    SELECT x.variable_id, x.ts, x.value, true AS inr
+    FROM packed_dots(?::timestamptz, now()) x
+    WHERE x.variable_id = ANY (ARRAY(SELECT id FROM vars)) AND x.ts >= ? AND x.ts <= now()
+    UNION ALL
+    SELECT e.*
+    FROM (SELECT DISTINCT id FROM (SELECT id FROM vars) i) v
+    CROSS JOIN LATERAL (
+      (SELECT * FROM (
+        (SELECT variable_id, ts, value, false AS inr FROM "values" WHERE variable_id = v.id AND ts < ? ORDER BY ts DESC LIMIT 1)
+        UNION ALL
+        (SELECT variable_id, ts, value, false AS inr
+         FROM packed_dots(packed_newest_day(v.id, 1, ?::timestamptz), ?::timestamptz) WHERE variable_id = v.id
+         ORDER BY ts DESC LIMIT 1)
+      ) b ORDER BY ts DESC LIMIT 1)
+      UNION ALL
+      (SELECT * FROM (
+        (SELECT variable_id, ts, value, false AS inr FROM "values" WHERE variable_id = v.id AND ts > now() ORDER BY ts LIMIT 1)
+        UNION ALL
+        (SELECT variable_id, ts, value, false AS inr
+         FROM packed_dots(now() + interval '1 microsecond', (SELECT max(day) + interval '1 day' - interval '1 microsecond'
+           FROM (SELECT day FROM values_packed WHERE variable_id = v.id AND day >= time_bucket(interval '1 day', now())
+                 ORDER BY day LIMIT 2) d))
+         WHERE variable_id = v.id
+         ORDER BY ts LIMIT 1)
+      ) a ORDER BY ts LIMIT 1)
+    ) e
+),
+sig AS (
+  SELECT w.*, greatest(w.ts, w.lo) AS l, CASE WHEN w.ts1 IS NOT NULL THEN least(w.ts1, w.hi) END AS r
+  FROM (
+    SELECT p.variable_id, p.ts, p.value AS v, p.inr,
+           lag(p.value) OVER w AS pv, lead(p.ts) OVER w AS ts1, lead(p.value) OVER w AS v1,
+           ?::timestamptz AS lo, now() AS hi
+    FROM pts p
+    WINDOW w AS (PARTITION BY p.variable_id ORDER BY p.ts)
+  ) w
+),
+iv AS (
+  SELECT s.variable_id, s.l, s.r, round(date_part('epoch', s.l) * 1000)::bigint AS lm, round(date_part('epoch', s.r) * 1000)::bigint AS rm,
+         round(date_part('epoch', s.ts) * 1000)::bigint AS t, s.v, round(date_part('epoch', s.ts1) * 1000)::bigint AS t1, s.v1
+  FROM sig s
+  WHERE s.r > s.l
+    AND (round(date_part('epoch', s.ts1) * 1000)::bigint - round(date_part('epoch', s.ts) * 1000)::bigint)::float8 <= ?::float8
+),
+edges AS MATERIALIZED (
+  SELECT k.key, round(date_part('epoch', least(k.key AT TIME ZONE ?, (
+    SELECT e FROM (SELECT (k.key - interval '1 day') AT TIME ZONE ? + interval '24 hours' AS e) x
+    WHERE e AT TIME ZONE ? = k.key))) * 1000)::bigint AS lo,
+         round(date_part('epoch', least(n.next AT TIME ZONE ?, (
+    SELECT e FROM (SELECT (n.next - interval '1 day') AT TIME ZONE ? + interval '24 hours' AS e) x
+    WHERE e AT TIME ZONE ? = n.next))) * 1000)::bigint AS hi
+  FROM (SELECT ?::timestamptz AS lo_ts, now() AS hi_ts) span
+  CROSS JOIN LATERAL generate_series(date_trunc('month', span.lo_ts AT TIME ZONE ?), date_trunc('month', span.hi_ts AT TIME ZONE ?), interval '1 month') AS k(key)
+  CROSS JOIN LATERAL (SELECT k.key + interval '1 month' AS next) n
+),
+buckets AS (
+  SELECT vars.ord, b.key, coalesce(cov, 0)::float8 / 1000 AS value
+  FROM (
+    SELECT q.variable_id, q.key, sum(q.b - q.a) AS cov, ieee_join(sum(q.area) FILTER (WHERE abs(q.area) < 1e290), sum(ieee_down(q.area)) FILTER (WHERE NOT abs(q.area) < 1e290)) AS area
+    FROM (SELECT q.*, ieee_of(q.v::text::numeric * (q.b - q.a)) AS area FROM (
+      SELECT i.variable_id, k.key, i.t, i.v, i.t1, i.v1, greatest(i.lm, e.lo) AS a, least(i.rm, e.hi) AS b
+      FROM iv i
+      CROSS JOIN LATERAL generate_series(date_trunc('month', i.l AT TIME ZONE ?), date_trunc('month', (i.r - interval '1 microsecond') AT TIME ZONE ?), interval '1 month') AS k(key)
+      JOIN edges e ON e.key = k.key
+    ) q
+    WHERE q.b > q.a) q
+    GROUP BY 1, 2
+  ) b
+  JOIN vars ON vars.id = b.variable_id
+),
+spanned AS (
+  SELECT ord, key, value FROM buckets
+  UNION ALL
+  SELECT vars.ord, e.key, 0::float8
+  FROM vars
+  CROSS JOIN (SELECT DISTINCT date_trunc('month', pts.ts AT TIME ZONE ?) AS key FROM (VALUES (?::timestamptz), (now())) pts(ts)) e
+  WHERE e.key IS NOT NULL AND NOT EXISTS (SELECT 1 FROM buckets b WHERE b.ord = vars.ord AND b.key = e.key)
+),
+gapped AS (
+  SELECT ord FROM spanned GROUP BY ord HAVING min(key) + (count(*) - 1) * interval '1 month' <> max(key)
+),
+gaps AS (
+  SELECT b.ord, k.key, 0::float8 AS value
+  FROM (SELECT ord, key, lead(key) OVER (PARTITION BY ord ORDER BY key) AS next
+        FROM spanned WHERE ord IN (SELECT ord FROM gapped)) b
+  CROSS JOIN LATERAL generate_series(b.key + interval '1 month', b.next - interval '1 month', interval '1 month') AS k(key)
+  WHERE b.next > b.key + interval '1 month'
+),
+filled AS (
+  SELECT g.ord, least((g.key + interval '1 month' - interval '1 day') AT TIME ZONE ?, (
+    SELECT e FROM (SELECT ((g.key + interval '1 month' - interval '1 day') - interval '1 day') AT TIME ZONE ? + interval '24 hours' AS e) x
+    WHERE e AT TIME ZONE ? = (g.key + interval '1 month' - interval '1 day'))) AS label, g.value
+  FROM (SELECT ord, key, value FROM spanned UNION ALL SELECT ord, key, value FROM gaps) g
+),
+refilled AS (
+  SELECT f.ord, f.label, coalesce(f.value, CASE WHEN true AND f.grp > 0 THEN f.prev + (f.next - f.prev) * (round(date_part('epoch', f.label) * 1000)::bigint - round(date_part('epoch', f.prev_label) * 1000)::bigint)::float8 / (round(date_part('epoch', f.next_label) * 1000)::bigint - round(date_part('epoch', f.prev_label) * 1000)::bigint) END) AS value
+  FROM (
+    SELECT g.*, first_value(g.value) OVER run AS prev, first_value(g.label) OVER run AS prev_label,
+           row_number() OVER run - 1 AS run,
+           first_value(g.value) OVER back AS next, first_value(g.label) OVER back AS next_label
+    FROM (
+      SELECT filled.*, count(value) OVER (PARTITION BY ord ORDER BY label) AS grp,
+             count(value) OVER (PARTITION BY ord ORDER BY label DESC) AS grp_back
+      FROM filled
+    ) g
+    WINDOW run AS (PARTITION BY g.ord, g.grp ORDER BY g.label),
+           back AS (PARTITION BY g.ord, g.grp_back ORDER BY g.label DESC)
+  ) f
+)
+SELECT r.ord, NULL::bigint AS ts, NULL::float8 AS value
+FROM req r
+WHERE NOT EXISTS (SELECT 1 FROM vars v WHERE v.ord = r.ord)
+UNION ALL
+SELECT ord, round(date_part('epoch', label) * 1000)::bigint, value FROM refilled
+ORDER BY 1, 2 DESC

@@ -1,0 +1,97 @@
+WITH req AS (
+  SELECT r.ord, r.public_id
+  FROM unnest(?::text[]) WITH ORDINALITY AS r(public_id, ord)
+),
+vars AS (
+  SELECT req.ord, v.id
+  FROM req
+  JOIN variables v ON v.public_id = req.public_id AND v.account_id = ?
+),
+pts AS (
+    SELECT x.variable_id, x.ts, x.value, true AS inr
+    FROM "values" x
+    WHERE x.variable_id = ANY (ARRAY(SELECT id FROM vars)) AND x.ts >= ? AND x.ts <= ?
+    UNION ALL
+    SELECT x.variable_id, x.ts, x.value, true AS inr
+    FROM packed_dots(?::timestamptz, ?::timestamptz) x
+    WHERE x.variable_id = ANY (ARRAY(SELECT id FROM vars)) AND x.ts >= ? AND x.ts <= ?
+    UNION ALL
+    SELECT e.*
+    FROM (SELECT DISTINCT id FROM (SELECT id FROM vars) i) v
+    CROSS JOIN LATERAL (
+      (SELECT * FROM (
+        (SELECT variable_id, ts, value, false AS inr FROM "values" WHERE variable_id = v.id AND ts < ? ORDER BY ts DESC LIMIT 1)
+        UNION ALL
+        (SELECT variable_id, ts, value, false AS inr
+         FROM packed_dots(packed_newest_day(v.id, 1, ?::timestamptz), ?::timestamptz) WHERE variable_id = v.id
+         ORDER BY ts DESC LIMIT 1)
+      ) b ORDER BY ts DESC LIMIT 1)
+      UNION ALL
+      (SELECT * FROM (
+        (SELECT variable_id, ts, value, false AS inr FROM "values" WHERE variable_id = v.id AND ts > ?::timestamptz ORDER BY ts LIMIT 1)
+        UNION ALL
+        (SELECT variable_id, ts, value, false AS inr
+         FROM packed_dots(?::timestamptz + interval '1 microsecond', (SELECT max(day) + interval '1 day' - interval '1 microsecond'
+           FROM (SELECT day FROM values_packed WHERE variable_id = v.id AND day >= time_bucket(interval '1 day', ?::timestamptz)
+                 ORDER BY day LIMIT 2) d))
+         WHERE variable_id = v.id
+         ORDER BY ts LIMIT 1)
+      ) a ORDER BY ts LIMIT 1)
+    ) e
+),
+origin AS MATERIALIZED (
+  SELECT (fp.ts AT TIME ZONE ?)::date AS day FROM (SELECT min(f.ts) AS ts FROM vars CROSS JOIN LATERAL (
+    (SELECT ts FROM "values" WHERE variable_id = vars.id AND ts >= ? AND ts <= ?
+    ORDER BY ts LIMIT 1)
+    UNION ALL
+    (SELECT min(CASE WHEN p.ts_base >= ?::timestamptz THEN p.ts_base ELSE
+         (SELECT min(x.ts) FROM packed_dots(?::timestamptz, least(p.day + INTERVAL '1 day' - INTERVAL '1 microsecond', ?::timestamptz)) x WHERE x.variable_id = p.variable_id) END)
+     FROM (SELECT variable_id, day, ts_base FROM values_packed WHERE variable_id = vars.id
+           AND day >= time_bucket(INTERVAL '1 day', ?::timestamptz) AND day <= ?::timestamptz
+           ORDER BY day LIMIT 2) p
+     WHERE p.ts_base <= ?::timestamptz)
+    UNION ALL
+    (SELECT first_ts FROM value_minutes WHERE variable_id = vars.id AND tile >= ? AND tile < ?
+    ORDER BY tile LIMIT 1)) f) fp
+),
+sig AS (
+  SELECT w.*, greatest(w.ts, w.lo) AS l, CASE WHEN w.ts1 IS NOT NULL THEN least(w.ts1, w.hi) END AS r
+  FROM (
+    SELECT p.variable_id, p.ts, p.value AS v, p.inr,
+           lag(p.value) OVER w AS pv, lead(p.ts) OVER w AS ts1, lead(p.value) OVER w AS v1,
+           ?::timestamptz AS lo, ?::timestamptz AS hi
+    FROM pts p
+    WINDOW w AS (PARTITION BY p.variable_id ORDER BY p.ts)
+  ) w
+),
+buckets AS (
+  SELECT vars.ord, b.key, ieee_finite(CASE WHEN nv > 0 THEN coalesce(inc, 0) END) AS value
+  FROM (
+    SELECT c.variable_id, c.key, sum(c.inc) AS inc, count(*) AS nv
+    FROM (SELECT pts.variable_id, ((SELECT day FROM origin) + ((pts.ts AT TIME ZONE ?)::date - (SELECT day FROM origin)) / ? * ?)::timestamp AS key, CASE WHEN pv IS NULL THEN 0 WHEN v >= pv THEN v - pv ELSE v END AS inc FROM sig pts WHERE pts.inr) c
+    GROUP BY 1, 2
+  ) b
+  JOIN vars ON vars.id = b.variable_id
+),
+gapped AS (
+  SELECT ord FROM buckets GROUP BY ord HAVING min(key) + (count(*) - 1) * make_interval(days => ?) <> max(key)
+),
+gaps AS (
+  SELECT b.ord, k.key, NULL::float8 AS value
+  FROM (SELECT ord, key, lead(key) OVER (PARTITION BY ord ORDER BY key) AS next
+        FROM buckets WHERE ord IN (SELECT ord FROM gapped)) b
+  CROSS JOIN LATERAL generate_series(b.key + make_interval(days => ?), b.next - make_interval(days => ?), make_interval(days => ?)) AS k(key)
+  WHERE b.next > b.key + make_interval(days => ?)
+),
+filled AS (
+  SELECT g.ord, least(g.key AT TIME ZONE ?, (
+    SELECT e FROM (SELECT (g.key - interval '1 day') AT TIME ZONE ? + interval '24 hours' AS e) x
+    WHERE e AT TIME ZONE ? = g.key)) AS label, g.value
+  FROM (SELECT ord, key, value FROM buckets UNION ALL SELECT ord, key, value FROM gaps) g
+)
+SELECT r.ord, NULL::bigint AS ts, NULL::float8 AS value
+FROM req r
+WHERE NOT EXISTS (SELECT 1 FROM vars v WHERE v.ord = r.ord)
+UNION ALL
+SELECT ord, round(date_part('epoch', label) * 1000)::bigint, value FROM filled
+ORDER BY 1, 2 DESC

@@ -1,0 +1,123 @@
+WITH req AS (
+  SELECT r.ord, r.public_id
+  FROM unnest(?::text[]) WITH ORDINALITY AS r(public_id, ord)
+),
+vars AS (
+  SELECT req.ord, v.id
+  FROM req
+  JOIN variables v ON v.public_id = req.public_id AND v.account_id = ?
+),
+pts AS (
+    SELECT x.variable_id, x.ts, x.value, true AS inr
+    FROM "values" x
+    WHERE x.variable_id = ANY (ARRAY(SELECT id FROM vars)) AND x.ts >= ? AND x.ts <= ?
+    UNION ALL
+    SELECT x.variable_id, x.ts, x.value, true AS inr
+    FROM packed_dots(?::timestamptz, ?::timestamptz) x
+    WHERE x.variable_id = ANY (ARRAY(SELECT id FROM vars)) AND x.ts >= ? AND x.ts <= ?
+    UNION ALL
+    SELECT e.*
+    FROM (SELECT DISTINCT id FROM (SELECT id FROM vars) i) v
+    CROSS JOIN LATERAL (
+      (SELECT * FROM (
+        (SELECT variable_id, ts, value, false AS inr FROM "values" WHERE variable_id = v.id AND ts < ? ORDER BY ts DESC LIMIT 1)
+        UNION ALL
+        (SELECT variable_id, ts, value, false AS inr
+         FROM packed_dots(packed_newest_day(v.id, 1, ?::timestamptz), ?::timestamptz) WHERE variable_id = v.id
+         ORDER BY ts DESC LIMIT 1)
+      ) b ORDER BY ts DESC LIMIT 1)
+      UNION ALL
+      (SELECT * FROM (
+        (SELECT variable_id, ts, value, false AS inr FROM "values" WHERE variable_id = v.id AND ts > ?::timestamptz ORDER BY ts LIMIT 1)
+        UNION ALL
+        (SELECT variable_id, ts, value, false AS inr
+         FROM packed_dots(?::timestamptz + interval '1 microsecond', (SELECT max(day) + interval '1 day' - interval '1 microsecond'
+           FROM (SELECT day FROM values_packed WHERE variable_id = v.id AND day >= time_bucket(interval '1 day', ?::timestamptz)
+                 ORDER BY day LIMIT 2) d))
+         WHERE variable_id = v.id
+         ORDER BY ts LIMIT 1)
+      ) a ORDER BY ts LIMIT 1)
+    ) e
+),
+origin AS MATERIALIZED (
+  SELECT (fp.ts AT TIME ZONE ?)::date AS day FROM (SELECT ?::timestamptz AS ts) fp
+),
+sig AS (
+  SELECT w.*, greatest(w.ts, w.lo) AS l, CASE WHEN w.ts1 IS NOT NULL THEN least(w.ts1, w.hi) END AS r
+  FROM (
+    SELECT p.variable_id, p.ts, p.value AS v, p.inr,
+           lag(p.value) OVER w AS pv, lead(p.ts) OVER w AS ts1, lead(p.value) OVER w AS v1,
+           ?::timestamptz AS lo, ?::timestamptz AS hi
+    FROM pts p
+    WINDOW w AS (PARTITION BY p.variable_id ORDER BY p.ts)
+  ) w
+),
+iv AS (
+  SELECT s.variable_id, s.l, s.r, round(date_part('epoch', s.l) * 1000)::bigint AS lm, round(date_part('epoch', s.r) * 1000)::bigint AS rm,
+         round(date_part('epoch', s.ts) * 1000)::bigint AS t, s.v, round(date_part('epoch', s.ts1) * 1000)::bigint AS t1, s.v1
+  FROM sig s
+  WHERE s.r > s.l
+),
+edges AS MATERIALIZED (
+  SELECT k.key, round(date_part('epoch', least(k.key AT TIME ZONE ?, (
+    SELECT e FROM (SELECT (k.key - interval '1 day') AT TIME ZONE ? + interval '24 hours' AS e) x
+    WHERE e AT TIME ZONE ? = k.key))) * 1000)::bigint AS lo,
+         round(date_part('epoch', least(n.next AT TIME ZONE ?, (
+    SELECT e FROM (SELECT (n.next - interval '1 day') AT TIME ZONE ? + interval '24 hours' AS e) x
+    WHERE e AT TIME ZONE ? = n.next))) * 1000)::bigint AS hi
+  FROM (SELECT ?::timestamptz AS lo_ts, ?::timestamptz AS hi_ts) span
+  CROSS JOIN LATERAL generate_series(((SELECT day FROM origin) + ((span.lo_ts AT TIME ZONE ?)::date - (SELECT day FROM origin)) / ? * ?)::timestamp, ((SELECT day FROM origin) + ((span.hi_ts AT TIME ZONE ?)::date - (SELECT day FROM origin)) / ? * ?)::timestamp, make_interval(days => ?)) AS k(key)
+  CROSS JOIN LATERAL (SELECT k.key + make_interval(days => ?) AS next) n
+),
+buckets AS (
+  SELECT vars.ord, b.key, ieee_finite(CASE WHEN cov > 0 THEN area / 1000 END) AS value
+  FROM (
+    SELECT q.variable_id, q.key, sum(q.b - q.a) AS cov, sum(q.area) AS area
+    FROM (SELECT q.*, q.v * (q.b - q.a) AS area FROM (
+      SELECT i.variable_id, k.key, i.t, i.v, i.t1, i.v1, greatest(i.lm, e.lo) AS a, least(i.rm, e.hi) AS b
+      FROM iv i
+      CROSS JOIN LATERAL generate_series(((SELECT day FROM origin) + ((i.l AT TIME ZONE ?)::date - (SELECT day FROM origin)) / ? * ?)::timestamp, ((SELECT day FROM origin) + (((i.r - interval '1 microsecond') AT TIME ZONE ?)::date - (SELECT day FROM origin)) / ? * ?)::timestamp, make_interval(days => ?)) AS k(key)
+      JOIN edges e ON e.key = k.key
+    ) q
+    WHERE q.b > q.a) q
+    GROUP BY 1, 2
+  ) b
+  JOIN vars ON vars.id = b.variable_id
+),
+gapped AS (
+  SELECT ord FROM buckets GROUP BY ord HAVING min(key) + (count(*) - 1) * make_interval(days => ?) <> max(key)
+),
+gaps AS (
+  SELECT b.ord, k.key, NULL::float8 AS value
+  FROM (SELECT ord, key, lead(key) OVER (PARTITION BY ord ORDER BY key) AS next
+        FROM buckets WHERE ord IN (SELECT ord FROM gapped)) b
+  CROSS JOIN LATERAL generate_series(b.key + make_interval(days => ?), b.next - make_interval(days => ?), make_interval(days => ?)) AS k(key)
+  WHERE b.next > b.key + make_interval(days => ?)
+),
+filled AS (
+  SELECT g.ord, least(g.key AT TIME ZONE ?, (
+    SELECT e FROM (SELECT (g.key - interval '1 day') AT TIME ZONE ? + interval '24 hours' AS e) x
+    WHERE e AT TIME ZONE ? = g.key)) AS label, g.value
+  FROM (SELECT ord, key, value FROM buckets UNION ALL SELECT ord, key, value FROM gaps) g
+),
+refilled AS (
+  SELECT f.ord, f.label, coalesce(f.value, 0) AS value
+  FROM (
+    SELECT g.*, first_value(g.value) OVER run AS prev, first_value(g.label) OVER run AS prev_label,
+           row_number() OVER run - 1 AS run,
+           first_value(g.value) OVER back AS next, first_value(g.label) OVER back AS next_label
+    FROM (
+      SELECT filled.*, count(value) OVER (PARTITION BY ord ORDER BY label) AS grp,
+             count(value) OVER (PARTITION BY ord ORDER BY label DESC) AS grp_back
+      FROM filled
+    ) g
+    WINDOW run AS (PARTITION BY g.ord, g.grp ORDER BY g.label),
+           back AS (PARTITION BY g.ord, g.grp_back ORDER BY g.label DESC)
+  ) f
+)
+SELECT r.ord, NULL::bigint AS ts, NULL::float8 AS value
+FROM req r
+WHERE NOT EXISTS (SELECT 1 FROM vars v WHERE v.ord = r.ord)
+UNION ALL
+SELECT ord, round(date_part('epoch', label) * 1000)::bigint, value FROM refilled
+ORDER BY 1, 2 DESC

@@ -1,0 +1,155 @@
+WITH req AS (
+    SELECT *
+    FROM unnest(?::text[], ?::text[], ?::text[], ?::text[]) WITH ORDINALITY
+        AS r(variable_id, variable_label, device_id, device_label, ord)
+),
+res AS (
+    SELECT r.ord, v.*
+    FROM req r LEFT JOIN LATERAL (
+    SELECT v.id, v.public_id, v.label, v.name, v.created_at,
+           d.public_id AS device_public_id, d.label AS device_label, d.name AS device_name, d.created_at AS device_created_at
+    FROM variables v JOIN devices d ON d.id = v.device_id
+    WHERE v.account_id = ? AND v.public_id = r.variable_id
+      AND (r.device_id = '' OR d.public_id = r.device_id)
+      AND (r.device_label = '' OR d.label = r.device_label)
+    UNION ALL
+    SELECT v.id, v.public_id, v.label, v.name, v.created_at,
+           d.public_id AS device_public_id, d.label AS device_label, d.name AS device_name, d.created_at AS device_created_at
+    FROM devices d JOIN variables v ON v.device_id = d.id
+    WHERE d.account_id = ? AND r.variable_id = '' AND d.public_id = r.device_id AND v.label = r.variable_label
+    UNION ALL
+    SELECT v.id, v.public_id, v.label, v.name, v.created_at,
+           d.public_id AS device_public_id, d.label AS device_label, d.name AS device_name, d.created_at AS device_created_at
+    FROM devices d JOIN variables v ON v.device_id = d.id
+    WHERE d.account_id = ? AND r.variable_id = '' AND d.label = r.device_label AND v.label = r.variable_label
+) v ON true
+),
+pts AS (
+    SELECT x.variable_id, x.ts AS ts, 1 AS n, x.value AS sum, x.value AS min, x.value AS max, CASE WHEN abs(x.value) <= 1e150 AND (x.value = 0 OR abs(x.value) >= 1e-100) THEN 0::float8 END AS ks, CASE WHEN abs(x.value) <= 1e150 AND (x.value = 0 OR abs(x.value) >= 1e-100) THEN 0::float8 END AS m2, x.ts AS first_ts, x.value AS first_value, x.ts AS last_ts, x.value AS last_value, x.ts AS min_ts, x.ts AS max_ts
+    FROM "values" x
+    WHERE x.variable_id = ANY (ARRAY(SELECT id FROM res WHERE id IS NOT NULL)) AND x.ts >= ? AND x.ts < ?
+    UNION ALL
+    SELECT x.variable_id, x.ts AS ts, 1 AS n, x.value AS sum, x.value AS min, x.value AS max, CASE WHEN abs(x.value) <= 1e150 AND (x.value = 0 OR abs(x.value) >= 1e-100) THEN 0::float8 END AS ks, CASE WHEN abs(x.value) <= 1e150 AND (x.value = 0 OR abs(x.value) >= 1e-100) THEN 0::float8 END AS m2, x.ts AS first_ts, x.value AS first_value, x.ts AS last_ts, x.value AS last_value, x.ts AS min_ts, x.ts AS max_ts
+    FROM packed_dots(?, ?) x
+    WHERE x.variable_id = ANY (ARRAY(SELECT id FROM res WHERE id IS NOT NULL)) AND x.ts >= ? AND x.ts < ?
+    UNION ALL
+    SELECT x.variable_id, x.ts AS ts, 1 AS n, x.value AS sum, x.value AS min, x.value AS max, CASE WHEN abs(x.value) <= 1e150 AND (x.value = 0 OR abs(x.value) >= 1e-100) THEN 0::float8 END AS ks, CASE WHEN abs(x.value) <= 1e150 AND (x.value = 0 OR abs(x.value) >= 1e-100) THEN 0::float8 END AS m2, x.ts AS first_ts, x.value AS first_value, x.ts AS last_ts, x.value AS last_value, x.ts AS min_ts, x.ts AS max_ts
+    FROM "values" x
+    WHERE x.variable_id = ANY (ARRAY(SELECT id FROM res WHERE id IS NOT NULL)) AND x.ts >= ? AND x.ts <= ?
+    UNION ALL
+    SELECT x.variable_id, x.ts AS ts, 1 AS n, x.value AS sum, x.value AS min, x.value AS max, CASE WHEN abs(x.value) <= 1e150 AND (x.value = 0 OR abs(x.value) >= 1e-100) THEN 0::float8 END AS ks, CASE WHEN abs(x.value) <= 1e150 AND (x.value = 0 OR abs(x.value) >= 1e-100) THEN 0::float8 END AS m2, x.ts AS first_ts, x.value AS first_value, x.ts AS last_ts, x.value AS last_value, x.ts AS min_ts, x.ts AS max_ts
+    FROM packed_dots(?, ?) x
+    WHERE x.variable_id = ANY (ARRAY(SELECT id FROM res WHERE id IS NOT NULL)) AND x.ts >= ? AND x.ts <= ?
+    UNION ALL
+    SELECT m.variable_id, m.tile AS ts, m.n, m.sum, m.min, m.max, m.ks, m.m2, m.first_ts, m.first_value, m.last_ts, m.last_value, m.min_ts, m.max_ts
+    FROM value_minutes m
+    WHERE m.variable_id = ANY (ARRAY(SELECT id FROM res WHERE id IS NOT NULL)) AND m.tile >= ? AND m.tile < ?
+    UNION ALL
+    SELECT x.variable_id, x.ts AS ts, 1 AS n, x.value AS sum, x.value AS min, x.value AS max, CASE WHEN abs(x.value) <= 1e150 AND (x.value = 0 OR abs(x.value) >= 1e-100) THEN 0::float8 END AS ks, CASE WHEN abs(x.value) <= 1e150 AND (x.value = 0 OR abs(x.value) >= 1e-100) THEN 0::float8 END AS m2, x.ts AS first_ts, x.value AS first_value, x.ts AS last_ts, x.value AS last_value, x.ts AS min_ts, x.ts AS max_ts
+    FROM packed_dots(?, ?) x
+    WHERE x.variable_id = ANY (ARRAY(SELECT id FROM res WHERE id IS NOT NULL))
+    UNION ALL
+    SELECT m.variable_id, m.tile AS ts, m.n, m.sum, m.min, m.max, m.ks, m.m2, m.first_ts, m.first_value, m.last_ts, m.last_value, m.min_ts, m.max_ts
+    FROM value_minutes m
+    WHERE m.variable_id = ANY (ARRAY(SELECT id FROM res WHERE id IS NOT NULL)) AND m.tile >= ? AND m.tile < ?
+    UNION ALL
+    SELECT x.variable_id, x.ts AS ts, 1 AS n, x.value AS sum, x.value AS min, x.value AS max, CASE WHEN abs(x.value) <= 1e150 AND (x.value = 0 OR abs(x.value) >= 1e-100) THEN 0::float8 END AS ks, CASE WHEN abs(x.value) <= 1e150 AND (x.value = 0 OR abs(x.value) >= 1e-100) THEN 0::float8 END AS m2, x.ts AS first_ts, x.value AS first_value, x.ts AS last_ts, x.value AS last_value, x.ts AS min_ts, x.ts AS max_ts
+    FROM packed_dots(?, ?) x
+    WHERE x.variable_id = ANY (ARRAY(SELECT id FROM res WHERE id IS NOT NULL))
+    UNION ALL
+    SELECT m.variable_id, m.tile AS ts, m.n, m.sum, m.min, m.max, m.ks, m.m2, m.first_ts, m.first_value, m.last_ts, m.last_value, m.min_ts, m.max_ts
+    FROM value_quarters m
+    WHERE m.variable_id = ANY (ARRAY(SELECT id FROM res WHERE id IS NOT NULL)) AND m.tile >= ? AND m.tile < ?
+    UNION ALL
+    SELECT m.variable_id, m.tile AS ts, m.n, m.sum, m.min, m.max, m.ks, m.m2, m.first_ts, m.first_value, m.last_ts, m.last_value, m.min_ts, m.max_ts
+    FROM value_quarters m
+    WHERE m.variable_id = ANY (ARRAY(SELECT id FROM res WHERE id IS NOT NULL)) AND m.tile >= ? AND m.tile < ?
+    UNION ALL
+    SELECT m.variable_id, m.tile AS ts, m.n, m.sum, m.min, m.max, m.ks, m.m2, m.first_ts, m.first_value, m.last_ts, m.last_value, m.min_ts, m.max_ts
+    FROM value_days m
+    WHERE m.variable_id = ANY (ARRAY(SELECT id FROM res WHERE id IS NOT NULL)) AND m.tile >= ? AND m.tile < ?
+),
+s AS (
+    SELECT x.variable_id, sum(x.n) AS n,
+           finite_div(ieee_join(sum(x.sum) FILTER (WHERE abs(x.sum) < 1e290), sum(ieee_down(x.sum)) FILTER (WHERE NOT abs(x.sum) < 1e290)), sum(x.n)) AS mean_value
+    FROM pts x
+    GROUP BY x.variable_id
+),
+spts AS (
+    SELECT x.variable_id, x.ts, x.value, true AS inr
+    FROM "values" x
+    WHERE x.variable_id = ANY (ARRAY(SELECT id FROM res WHERE id IS NOT NULL)) AND x.ts >= ? AND x.ts <= ?
+    UNION ALL
+    SELECT x.variable_id, x.ts, x.value, true AS inr
+    FROM packed_dots(?::timestamptz, ?::timestamptz) x
+    WHERE x.variable_id = ANY (ARRAY(SELECT id FROM res WHERE id IS NOT NULL)) AND x.ts >= ? AND x.ts <= ?
+    UNION ALL
+    SELECT e.*
+    FROM (SELECT DISTINCT id FROM (SELECT id FROM res WHERE id IS NOT NULL) i) v
+    CROSS JOIN LATERAL (
+      (SELECT * FROM (
+        (SELECT variable_id, ts, value, false AS inr FROM "values" WHERE variable_id = v.id AND ts < ? ORDER BY ts DESC LIMIT 1)
+        UNION ALL
+        (SELECT variable_id, ts, value, false AS inr
+         FROM packed_dots(packed_newest_day(v.id, 1, ?::timestamptz), ?::timestamptz) WHERE variable_id = v.id
+         ORDER BY ts DESC LIMIT 1)
+      ) b ORDER BY ts DESC LIMIT 1)
+      UNION ALL
+      (SELECT * FROM (
+        (SELECT variable_id, ts, value, false AS inr FROM "values" WHERE variable_id = v.id AND ts > ?::timestamptz ORDER BY ts LIMIT 1)
+        UNION ALL
+        (SELECT variable_id, ts, value, false AS inr
+         FROM packed_dots(?::timestamptz + interval '1 microsecond', (SELECT max(day) + interval '1 day' - interval '1 microsecond'
+           FROM (SELECT day FROM values_packed WHERE variable_id = v.id AND day >= time_bucket(interval '1 day', ?::timestamptz)
+                 ORDER BY day LIMIT 2) d))
+         WHERE variable_id = v.id
+         ORDER BY ts LIMIT 1)
+      ) a ORDER BY ts LIMIT 1)
+    ) e
+),
+sig AS (
+  SELECT w.*, greatest(w.ts, w.lo) AS l, CASE WHEN w.ts1 IS NOT NULL THEN least(w.ts1, w.hi) END AS r
+  FROM (
+    SELECT p.variable_id, p.ts, p.value AS v, p.inr,
+           lag(p.value) OVER w AS pv, lead(p.ts) OVER w AS ts1, lead(p.value) OVER w AS v1,
+           ?::timestamptz AS lo, ?::timestamptz AS hi
+    FROM spts p
+    WINDOW w AS (PARTITION BY p.variable_id ORDER BY p.ts)
+  ) w
+),
+iv AS (
+  SELECT s.variable_id, s.l, s.r, round(date_part('epoch', s.l) * 1000)::bigint AS lm, round(date_part('epoch', s.r) * 1000)::bigint AS rm,
+         round(date_part('epoch', s.ts) * 1000)::bigint AS t, s.v, round(date_part('epoch', s.ts1) * 1000)::bigint AS t1, s.v1
+  FROM sig s
+  WHERE s.r > s.l
+    AND (round(date_part('epoch', s.ts1) * 1000)::bigint - round(date_part('epoch', s.ts) * 1000)::bigint)::float8 <= ?::float8
+),
+tw AS (
+  SELECT variable_id, coalesce(sum(cov), 0) AS cov, ieee_join(sum(area) FILTER (WHERE abs(area) < 1e290), sum(ieee_down(area)) FILTER (WHERE NOT abs(area) < 1e290)) AS area, ieee_join(sum(inc) FILTER (WHERE abs(inc) < 1e290), sum(ieee_down(inc)) FILTER (WHERE NOT abs(inc) < 1e290)) AS inc,
+         sum(nv) AS nv, max(last_ts) AS last_ts
+  FROM (
+    SELECT q.variable_id, q.rm - q.lm AS cov, ieee_of(((q.v::text::numeric + (q.v1::text::numeric - q.v::text::numeric) * (q.lm - q.t) / (q.t1 - q.t)) + (q.v::text::numeric + (q.v1::text::numeric - q.v::text::numeric) * (q.rm - q.t) / (q.t1 - q.t))) / 2 * (q.rm - q.lm)) AS area,
+           NULL::float8 AS inc, 0 AS nv, NULL::timestamptz AS last_ts
+    FROM iv q
+    UNION ALL
+    SELECT variable_id, 0, NULL, CASE WHEN pv IS NULL THEN 0 WHEN v >= pv THEN ieee_add(v, -pv) ELSE v END, 1, ts
+    FROM sig
+    WHERE inr
+  ) u
+  GROUP BY variable_id
+) SELECT v.ord AS ord,
+       v.public_id AS variable_id,
+       v.label AS variable_label,
+       v.name AS variable_name,
+       v.created_at AS variable_created_at,
+       v.device_public_id AS device_id,
+       v.device_label,
+       v.device_name,
+       v.device_created_at,
+       (coalesce(s.n, 0) > 0 OR coalesce(tw.cov, 0) > 0) AS has_data,
+       coalesce(s.n, 0) AS n,
+       s.mean_value,
+       ieee_finite(area / nullif(cov, 0)) AS twa_value,
+       ieee_finite(CASE WHEN cov > 0 THEN area / 1000 END) AS integral_value,
+       coalesce(cov, 0)::float8 / 1000 AS coverage_value,
+       ieee_finite(CASE WHEN nv > 0 THEN coalesce(inc, 0) END) AS increase_value FROM res v LEFT JOIN s ON s.variable_id = v.id LEFT JOIN tw ON tw.variable_id = v.id ORDER BY v.ord
