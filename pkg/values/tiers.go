@@ -210,8 +210,11 @@ func mergeTileSQL(child, width, cond string) string {
        first(min_ts, ROW(min, min_ts)), first(max_ts, ROW(-max, max_ts))
 FROM (SELECT y.*, sum(y.n * y.a) OVER w / sum(y.n) OVER w AS abar
       FROM (SELECT c.*, time_bucket(INTERVAL '` + width + `', c.tile) AS parent,
-                   (c.min - min(c.min) OVER (PARTITION BY c.variable_id, time_bucket(INTERVAL '` + width + `', c.tile))) + c.ks / c.n AS a
-            FROM ` + child + ` c WHERE ` + cond + `) y
+                   -- only where every child has a spread: a child without one holds values
+                   -- past 1e150, and the difference of mins could overflow
+                   CASE WHEN count(c.ks) OVER p = count(*) OVER p THEN (c.min - min(c.min) OVER p) + c.ks / c.n END AS a
+            FROM ` + child + ` c WHERE ` + cond + `
+            WINDOW p AS (PARTITION BY c.variable_id, time_bucket(INTERVAL '` + width + `', c.tile))) y
       WINDOW w AS (PARTITION BY y.variable_id, y.parent)) z
 GROUP BY variable_id, parent`
 }
