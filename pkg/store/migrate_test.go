@@ -30,8 +30,9 @@ func TestMigrationsConcurrent(t *testing.T) {
 		defer func() { _ = db.Close() }()
 		dbs[i] = db
 	}
-	// env's database is already migrated; reset it to empty to race a first migration.
-	if _, err := env.DB.ExecContext(ctx, `DROP SCHEMA public CASCADE; CREATE SCHEMA public`); err != nil {
+	// env's database is already migrated; reset it to empty to race a first migration
+	// (the migrations' schemas besides public too; the roles are the cluster's and stay).
+	if _, err := env.DB.ExecContext(ctx, `DROP SCHEMA sensor, sensor_admin, public CASCADE; CREATE SCHEMA public`); err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
