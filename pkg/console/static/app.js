@@ -175,10 +175,14 @@ function body(id) {
   return req;
 }
 
+// loads counts the chart's requests: pickers changed in quick succession send several,
+// whose answers may come back in any order, and only the latest may be drawn.
+let loads = 0;
+
 async function load(id, chart, { sql, plan, planText, exec }) {
-  const req = body(id);
+  const req = body(id), mine = ++loads;
   const data = await api("POST", "/api/v1.6/data/stats/resample/", req).catch((e) => { showError(e); return null; });
-  if (!data) return;
+  if (!data || mine !== loads) return;
   clearError();
   chart.dataset.request = JSON.stringify(req); // what is drawn, for whoever inspects the page
   const rows = (data.results[0] || []).slice().reverse(); // the API answers newest first
@@ -195,7 +199,7 @@ async function load(id, chart, { sql, plan, planText, exec }) {
     api("POST", "/api/v1.6/data/stats/resample/?explain=sql", req),
     api("POST", "/api/v1.6/data/stats/resample/?explain=analyze", req),
   ]).catch((e) => { showError(e); return [null, null]; });
-  if (!compiled) return;
+  if (!compiled || mine !== loads) return;
   sql.textContent = compiled.psql;
   plan.textContent = JSON.stringify(analyzed.plan, null, 2);
   planText.textContent = planAsText(analyzed.plan);
