@@ -3,7 +3,6 @@ package api_test
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -27,23 +26,10 @@ type replicated struct {
 // container) and the service with DATABASE_REPLICA_URL set and the given MAX_LAG.
 func newReplicated(t *testing.T, maxLag time.Duration) replicated {
 	t.Helper()
-	ctx := context.Background()
-	pair, err := testcontainers.StartPair(ctx, testcontainers.Options{Fast: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { pair.Terminate(context.Background()) })
-	e, err := testenv.New(ctx, pair.Primary.DSN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(e.Close)
-	p, _ := url.Parse(e.DSN)
-	r, _ := url.Parse(pair.Replica.DSN)
-	r.Path = p.Path // the test database, replicated
-	conn := waitForReplica(t, r.String())
+	e, pair, replicaDSN := testenv.Replicated(t)
+	conn := waitForReplica(t, replicaDSN)
 	cfg := e.Config()
-	cfg.ReplicaURLs, cfg.ReplicaMaxLag = []string{r.String()}, maxLag
+	cfg.ReplicaURLs, cfg.ReplicaMaxLag = []string{replicaDSN}, maxLag
 	return replicated{c: e.ClientWith(t, cfg), pair: pair, replica: conn}
 }
 

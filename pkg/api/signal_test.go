@@ -50,7 +50,9 @@ func TestSignalAnalytics(t *testing.T) {
 	t.Run("packed", func(t *testing.T) { signalCases(t, c, ids, fx) })
 }
 
-// packVars packs every day of the variables' values (the packed layout, issue 32).
+// packVars packs every day of the variables' values (the packed layout, issue 32), and
+// fails when none was packed. Only the fixtures' variables are packed: other tests of
+// this package count their rows.
 func packVars(t *testing.T, vars map[string]*tiersVar) {
 	t.Helper()
 	st := &values.Store{Pool: env.DB.Pool}

@@ -2,8 +2,6 @@ package sqlrole_test
 
 import (
 	"context"
-	"net/url"
-	"os"
 	"testing"
 	"time"
 
@@ -11,7 +9,6 @@ import (
 
 	"github.com/sensordata/sensorapi/pkg/auth"
 	"github.com/sensordata/sensorapi/pkg/sqlrole"
-	"github.com/sensordata/sensorapi/testcontainers"
 	"github.com/sensordata/sensorapi/testcontainers/testenv"
 )
 
@@ -20,20 +17,8 @@ import (
 // image's default does) and reads its account's rows, and only those; once dropped on
 // the primary it cannot log in on the replica either.
 func TestRoleWorksOnAReplica(t *testing.T) {
-	if os.Getenv("TEST_DATABASE_URL") != "" {
-		t.Skip("needs containers of its own")
-	}
 	ctx := context.Background()
-	pair, err := testcontainers.StartPair(ctx, testcontainers.Options{Fast: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { pair.Terminate(context.Background()) })
-	e, err := testenv.New(ctx, pair.Primary.DSN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(e.Close)
+	e, _, replicaDSN := testenv.Replicated(t)
 	mine, err := auth.CreateAccount(ctx, e.DB, "replica_mine")
 	if err != nil {
 		t.Fatal(err)
@@ -44,10 +29,7 @@ func TestRoleWorksOnAReplica(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, _ := url.Parse(e.DSN)
-	r, _ := url.Parse(pair.Replica.DSN)
-	r.Path = p.Path
-	dsn, err := sqlrole.ConnString(r.String(), name, password)
+	dsn, err := sqlrole.ConnString(replicaDSN, name, password)
 	if err != nil {
 		t.Fatal(err)
 	}

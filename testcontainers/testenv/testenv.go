@@ -170,6 +170,30 @@ func Container(t testing.TB, opts testcontainers.Options) (*Env, *testcontainers
 	return e, tsdb
 }
 
+// Replicated starts a primary and a streaming replica of it (containers of the test's
+// own, fsync off) with a migrated database on the primary; replicaDSN reaches that
+// database on the replica. All go when the test ends. Skipped with TEST_DATABASE_URL.
+func Replicated(t testing.TB) (e *Env, pair *testcontainers.Pair, replicaDSN string) {
+	t.Helper()
+	if os.Getenv("TEST_DATABASE_URL") != "" {
+		t.Skip("needs containers of its own")
+	}
+	ctx := context.Background()
+	pair, err := testcontainers.StartPair(ctx, testcontainers.Options{Fast: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pair.Terminate(context.Background()) })
+	if e, err = New(ctx, pair.Primary.DSN); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Close)
+	p, _ := url.Parse(e.DSN)
+	r, _ := url.Parse(pair.Replica.DSN)
+	r.Path = p.Path // the test database, replicated
+	return e, pair, r.String()
+}
+
 // InjectFault makes PostgreSQL fail every insert of variable key's values with SQLSTATE
 // errcode (a condition name such as disk_full), as it does when the fault is real,
 // until the returned function (also run at the test's end) removes it.
