@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -95,6 +96,7 @@ func tiersCases(t *testing.T, c *testenv.Client, vars map[string]*tiersVar, fx t
 	t.Run("statistics", func(t *testing.T) {
 		for _, pc := range fx.Statistics {
 			t.Run(pc.Name, func(t *testing.T) {
+				c := parallelCase(t, c)
 				names := caseVars(pc.Body)
 				start, end := caseMs(t, pc.Body, "start"), caseMs(t, pc.Body, "end")
 				want, ref := decodeNumbers(t, pc.Expected), refStatistics(t, vars, names, start, end)
@@ -117,6 +119,7 @@ func tiersCases(t *testing.T, c *testenv.Client, vars map[string]*tiersVar, fx t
 		t.Run(kind.name, func(t *testing.T) {
 			for _, pc := range kind.cases {
 				t.Run(pc.Name, func(t *testing.T) {
+					c := parallelCase(t, c)
 					got := tiersPost(t, c, kind.path, pc.Body, vars)
 					if why := tzRulesDiffer(t, pc, fx.TZ, differ); why != "" {
 						t.Logf("not compared with pandas: %s", why)
@@ -170,8 +173,8 @@ func tiersRandom(t *testing.T, c *testenv.Client, vars map[string]*tiersVar) {
 		}
 	}
 	const cases = 300
-	nonEmpty := 0
-	defer func() { t.Logf("%d of %d random answers hold data", nonEmpty, cases) }()
+	var nonEmpty atomic.Int64
+	t.Cleanup(func() { t.Logf("%d of %d random answers hold data", nonEmpty.Load(), cases) })
 	for i := range cases {
 		which := "E8"
 		if i%4 == 1 {
@@ -192,12 +195,13 @@ func tiersRandom(t *testing.T, c *testenv.Client, vars map[string]*tiersVar) {
 		name := fmt.Sprintf("%s #%d", which, i)
 		if which == "E7" {
 			t.Run(fmt.Sprintf("%s %v %d..%d", name, vs, start, end), func(t *testing.T) {
+				c := parallelCase(t, c)
 				aggs := [][]string{tiersStatAggs, tiersSummaryAggs}[i%8/4]
 				got := tiersStatistics(t, c, vars, vs, start, end, aggs)
 				ref := refStatistics(t, vars, vs, start, end)
 				checkStatistics(t, fmt.Sprintf("%v against the reference SQL", aggs), ref, got, aggs)
 				if strings.Contains(mustJSON(t, ref), "count") {
-					nonEmpty++
+					nonEmpty.Add(1)
 				}
 			})
 			continue
@@ -209,6 +213,7 @@ func tiersRandom(t *testing.T, c *testenv.Client, vars map[string]*tiersVar) {
 			path = aggregationPath
 		}
 		t.Run(fmt.Sprintf("%s %v", name, body), func(t *testing.T) {
+			c := parallelCase(t, c)
 			asAny := map[string]any{}
 			for k, v := range body {
 				asAny[k] = v
@@ -225,7 +230,7 @@ func tiersRandom(t *testing.T, c *testenv.Client, vars map[string]*tiersVar) {
 			}
 			var labels []int64
 			if collectLabels(ref, &labels); len(labels) > 0 {
-				nonEmpty++
+				nonEmpty.Add(1)
 			}
 		})
 	}
