@@ -130,9 +130,9 @@ func equalDots(got, want []dot) bool {
 }
 
 // TestValuesBetweenPrunesPackedDays: PostgreSQL inlines the function into the calling
-// statement (no Function Scan of it), so that the range's start reaches values_packed's
-// (variable_id, day) index as a bound on day and a caller's variable_id reaches it too:
-// packed days before the range are not read. (A SECURITY DEFINER, STRICT or VOLATILE
+// statement (no Function Scan of it), so that the range reaches values_packed's
+// (variable_id, day) index as bounds on day and a caller's variable_id reaches it too:
+// packed days outside the range are not read. (A SECURITY DEFINER, STRICT or VOLATILE
 // function would not be inlined.)
 func TestValuesBetweenPrunesPackedDays(t *testing.T) {
 	tn := newTenant(t, 23)
@@ -154,7 +154,8 @@ func TestValuesBetweenPrunesPackedDays(t *testing.T) {
 	for i, l := range lines {
 		if strings.Contains(l, "values_packed_variable_day_idx") && i+1 < len(lines) {
 			c := lines[i+1]
-			pruned = strings.Contains(c, "Index Cond") && strings.Contains(c, "(day >=") && strings.Contains(c, "variable_id =")
+			pruned = strings.Contains(c, "Index Cond") && strings.Contains(c, "(day >=") && strings.Contains(c, "(day <=") &&
+				strings.Contains(c, "variable_id =")
 		}
 	}
 	if !pruned {
