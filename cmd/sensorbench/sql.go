@@ -25,7 +25,7 @@ import (
 //
 // The variable holds a year; the month is its last 30 days, so the packed case also
 // shows what a ts predicate costs on packed days through the view, and what the range
-// function saves (docs/sql.md, "Speed").
+// function saves (docs/sql.md, "Ranges over packed days").
 func benchSQL(ctx context.Context, h *benchharness.Harness, scale float64) error {
 	fmt.Println("sql (issue 44): operator queries through the sensor views, as an account's role")
 	end := time.Now().UTC().Add(-3 * 24 * time.Hour).Truncate(24 * time.Hour)
