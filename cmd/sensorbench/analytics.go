@@ -74,31 +74,40 @@ type queryCase struct {
 	compile    func() (querybuilder.Query, error)
 }
 
-// measurePair returns the median wall times of a and b, after a warm-up, alternating
-// them so that load from elsewhere falls on both alike. It runs each at least
+// measurePair returns the median wall times of a and b (measureAll of the two).
+func measurePair(a, b func() error) (time.Duration, time.Duration, error) {
+	t, err := measureAll(a, b)
+	if err != nil {
+		return 0, 0, err
+	}
+	return t[0], t[1], nil
+}
+
+// measureAll returns the median wall time of each run, after a warm-up, alternating
+// them so that load from elsewhere falls on all alike. It runs each at least
 // queryRuns times and, for fast queries, until pairTime has passed (at most maxRuns):
 // at 100 ms a query, five runs on a shared 2-core machine left the median ±15% apart
 // from one run of the benchmark to the next.
-func measurePair(a, b func() error) (time.Duration, time.Duration, error) {
-	var ta, tb []time.Duration
+func measureAll(runs ...func() error) ([]time.Duration, error) {
+	times := make([][]time.Duration, len(runs))
 	start := time.Now()
 	for i := -1; i < queryRuns || (time.Since(start) < pairTime && i < maxRuns); i++ {
-		for _, r := range []struct {
-			run func() error
-			out *[]time.Duration
-		}{{a, &ta}, {b, &tb}} {
+		for k, run := range runs {
 			t0 := time.Now()
-			if err := r.run(); err != nil {
-				return 0, 0, err
+			if err := run(); err != nil {
+				return nil, err
 			}
 			if i >= 0 {
-				*r.out = append(*r.out, time.Since(t0))
+				times[k] = append(times[k], time.Since(t0))
 			}
 		}
 	}
-	slices.Sort(ta)
-	slices.Sort(tb)
-	return ta[len(ta)/2], tb[len(tb)/2], nil
+	medians := make([]time.Duration, len(runs))
+	for k, t := range times {
+		slices.Sort(t)
+		medians[k] = t[len(t)/2]
+	}
+	return medians, nil
 }
 
 // benchQuery measures a case through HTTP and its floor: the same compiled statement

@@ -188,13 +188,17 @@ func TestSpecIsChecked(t *testing.T) {
 // viewColumns pins the views' columns and types (API.md §22): a migration that changes
 // the internal layout must keep them. Change this list only with the contract.
 var viewColumns = map[string]string{
-	"devices":    "id text, label text, name text, description text, tags text[], properties jsonb, created_at timestamp with time zone",
-	"variables":  "id text, device_id text, device_label text, label text, name text, unit text, type text, synthetic_expression text, last_value double precision, last_timestamp timestamp with time zone",
-	"values":     "variable_id text, device_label text, variable_label text, ts timestamp with time zone, value double precision, context jsonb",
-	"values_1m":  tierColumns,
-	"values_15m": tierColumns,
-	"values_1d":  tierColumns,
+	"devices":   "id text, label text, name text, description text, tags text[], properties jsonb, created_at timestamp with time zone",
+	"variables": "id text, device_id text, device_label text, label text, name text, unit text, type text, synthetic_expression text, last_value double precision, last_timestamp timestamp with time zone",
+	"values":    valuesColumns,
+	// sensor.values with each value's UTC day, which sensor.values_between reads
+	"values_by_day": valuesColumns + ", day timestamp with time zone",
+	"values_1m":     tierColumns,
+	"values_15m":    tierColumns,
+	"values_1d":     tierColumns,
 }
+
+const valuesColumns = "variable_id text, device_label text, variable_label text, ts timestamp with time zone, value double precision, context jsonb"
 
 const tierColumns = "variable_id text, device_label text, variable_label text, bucket timestamp with time zone, count bigint, sum double precision, min double precision, max double precision, mean double precision, first double precision, last double precision"
 
@@ -225,6 +229,11 @@ func TestViewColumnsArePinned(t *testing.T) {
 	}
 	if len(got) != len(viewColumns) {
 		t.Errorf("schema sensor holds %d relations, the contract %d: %v", len(got), len(viewColumns), got)
+	}
+	var result string
+	if err := env.DB.NewRaw(`SELECT pg_get_function_result('sensor.values_between(timestamptz, timestamptz)'::regprocedure)`).
+		Scan(context.Background(), &result); err != nil || result != "TABLE("+valuesColumns+")" {
+		t.Errorf("sensor.values_between returns %s (%v), want the columns of sensor.values", result, err)
 	}
 	var barriers int
 	if err := env.DB.NewRaw(`SELECT count(*) FROM pg_class WHERE relnamespace = 'sensor'::regnamespace

@@ -271,10 +271,25 @@ func TestGrafanaMacrosMatchResample(t *testing.T) {
 		}
 	}
 	rfc := func(ms int64) string { return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z") }
-	q := fmt.Sprintf(`SELECT floor(extract(epoch from ts)/3600)*3600 AS "time", avg(value) AS "t"
+	// $__timeFilter(ts) on the view, and $__timeFrom(), $__timeTo() as the range function's bounds
+	for _, q := range []string{
+		fmt.Sprintf(`SELECT floor(extract(epoch from ts)/3600)*3600 AS "time", avg(value) AS "t"
 		FROM sensor.values
 		WHERE ts BETWEEN '%s' AND '%s' AND variable_id = '%s'
-		GROUP BY 1 ORDER BY 1`, rfc(from), rfc(to), tn.VarID)
+		GROUP BY 1 ORDER BY 1`, rfc(from), rfc(to), tn.VarID),
+		fmt.Sprintf(`SELECT floor(extract(epoch from ts)/3600)*3600 AS "time", avg(value) AS "t"
+		FROM sensor.values_between('%s', '%s')
+		WHERE variable_id = '%s'
+		GROUP BY 1 ORDER BY 1`, rfc(from), rfc(to), tn.VarID),
+	} {
+		checkHours(t, tn, q, api)
+	}
+}
+
+// checkHours runs q (an hour's epoch seconds and its mean) as the tenant's role and
+// compares it with resample's answer (hour's epoch ms → mean).
+func checkHours(t *testing.T, tn *tenant, q string, api map[int64]float64) {
+	t.Helper()
 	rows, _ := tn.Conn.Query(context.Background(), q)
 	type point struct {
 		T    float64
@@ -285,12 +300,12 @@ func TestGrafanaMacrosMatchResample(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(sql) != len(api) || len(sql) < 40 {
-		t.Fatalf("Grafana's query gives %d hours, resample %d (want the same, ≥ 40)", len(sql), len(api))
+		t.Fatalf("Grafana's query gives %d hours, resample %d (want the same, ≥ 40): %s", len(sql), len(api), q)
 	}
 	for _, p := range sql {
 		want, ok := api[int64(p.T)*1000]
 		if !ok || math.Abs(p.Mean-want) > 1e-9*max(1, math.Abs(want)) {
-			t.Fatalf("hour %v: Grafana's query %v, resample %v (%v)", p.T, p.Mean, want, ok)
+			t.Fatalf("hour %v: Grafana's query %v, resample %v (%v): %s", p.T, p.Mean, want, ok, q)
 		}
 	}
 }
@@ -306,6 +321,11 @@ var grafana = []string{
 	 WHERE variable_id = (SELECT id FROM sensor.variables LIMIT 1) AND ts > now() - interval '30 days' GROUP BY 1 ORDER BY 1`,
 	`SELECT bucket AS "time", mean FROM sensor.values_1d WHERE device_label = 'probe' AND variable_label = 't'
 	 AND bucket BETWEEN now() - interval '1 year' AND now() ORDER BY 1`,
+	`SELECT time_bucket('3600s', ts) AS "time", avg(value) AS "t"
+	 FROM sensor.values_between('2026-11-20T10:00:00Z', '2026-11-27T10:00:00Z')
+	 WHERE device_label = 'probe' AND variable_label = 't' GROUP BY 1 ORDER BY 1`,
+	`SELECT avg(value) FROM sensor.values_between(now() - interval '6 hours', now())
+	 WHERE device_label = 'probe' AND variable_label = 't'`,
 }
 
 func TestDocumentedQueriesRunAsARole(t *testing.T) {
