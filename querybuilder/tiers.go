@@ -45,6 +45,8 @@ func rawColumns(prefix string, cols []string) string {
 			e = "CASE WHEN abs(" + v + ") <= 1e150 AND (" + v + " = 0 OR abs(" + v + ") >= 1e-100) THEN 0::float8 END"
 		case "first_ts", "last_ts", "min_ts", "max_ts":
 			e = t
+		case "area_locf", "area_linear", "increase": // a single dot: no signal inside
+			e = "0::float8"
 		default: // the compiler's own lists name the columns: a typo must not read as ts
 			panic("querybuilder: unknown summary column " + c)
 		}
@@ -172,6 +174,17 @@ func (c cover) notes() []string {
 // packed days, which have no minute tiles. So every raw span reads both, and every
 // span of minute tiles also reads the packed dots in it.
 func summaries(key string, c cover, cols []string) sq.Sqlizer {
+	return summariesUsing(key, c, cols, nil)
+}
+
+// tileUse restricts the tiles a read takes to those where cond holds (SQL on the tile
+// m.*); for the others it reads their raw values (both layouts) as summary rows.
+type tileUse struct {
+	cond sq.Sqlizer
+}
+
+// summariesUsing is summaries with every tile span read through use (nil: every tile).
+func summariesUsing(key string, c cover, cols []string, use *tileUse) sq.Sqlizer {
 	last := len(tiers.All) - 1
 	upTo, packedEnd := sq.Expr("x.ts <= now()"), sq.Expr("now()")
 	if c.end != nil {
@@ -184,12 +197,12 @@ func summaries(key string, c cover, cols []string) sq.Sqlizer {
 	for i, t := range tiers.All {
 		switch i {
 		case last:
-			parts = append(parts, tileRows(key, t, c.lo[i], c.hi[i], cols))
+			parts = append(parts, use.tileRows(key, t, c.lo[i], c.hi[i], cols))
 		case 0: // minutes: and the packed dots of the same spans
-			parts = append(parts, tileRows(key, t, c.lo[i], c.lo[i+1], cols), packedSpan(key, c.lo[i], c.lo[i+1], cols),
-				tileRows(key, t, c.hi[i+1], c.hi[i], cols), packedSpan(key, c.hi[i+1], c.hi[i], cols))
+			parts = append(parts, use.tileRows(key, t, c.lo[i], c.lo[i+1], cols), packedSpan(key, c.lo[i], c.lo[i+1], cols),
+				use.tileRows(key, t, c.hi[i+1], c.hi[i], cols), packedSpan(key, c.hi[i+1], c.hi[i], cols))
 		default:
-			parts = append(parts, tileRows(key, t, c.lo[i], c.lo[i+1], cols), tileRows(key, t, c.hi[i+1], c.hi[i], cols))
+			parts = append(parts, use.tileRows(key, t, c.lo[i], c.lo[i+1], cols), use.tileRows(key, t, c.hi[i+1], c.hi[i], cols))
 		}
 	}
 	var b []any
@@ -207,6 +220,32 @@ func tileRows(key string, t tiers.Tier, lo, hi time.Time, cols []string) sq.Sqli
 	return sq.Expr(`SELECT `+tileColumns(cols)+`
     FROM `+t.Table+` m
     WHERE m.variable_id = `+key+` AND m.tile >= ? AND m.tile < ?`, lo, hi)
+}
+
+// tileRows are the tiles of t in [lo, hi) that u takes (all of them for a nil u), and
+// the raw values of the others: the rows of "values" in the tile, and its packed dots
+// (a minute tile has none: packed days have no minute tiles).
+func (u *tileUse) tileRows(key string, t tiers.Tier, lo, hi time.Time, cols []string) sq.Sqlizer {
+	if u == nil {
+		return tileRows(key, t, lo, hi, cols)
+	}
+	width := fmt.Sprintf("INTERVAL '%d seconds'", int64(t.Width/time.Second))
+	packed := ""
+	if t != tiers.Minutes {
+		packed = `
+      UNION ALL
+      SELECT d.variable_id, d.ts, d.value FROM packed_dots(m.tile, m.tile + ` + width + ` - INTERVAL '1 microsecond') d
+      WHERE d.variable_id = m.variable_id`
+	}
+	return sq.ConcatExpr(tileRows(key, t, lo, hi, cols), " AND ", u.cond, `
+    UNION ALL
+    SELECT `+rawColumns("x.", cols)+`
+    FROM `+t.Table+` m
+    CROSS JOIN LATERAL (
+      SELECT r.variable_id, r.ts, r.value FROM "values" r
+      WHERE r.variable_id = m.variable_id AND r.ts >= m.tile AND r.ts < m.tile + `+width+packed+`
+    ) x
+    WHERE m.variable_id = `+key+` AND m.tile >= `, sq.Expr("? AND m.tile < ? AND NOT ", lo, hi), u.cond)
 }
 
 // rawSummaries is the summary rows of the raw values of key with a timestamp in
