@@ -31,7 +31,10 @@ type signalFixture struct {
 // Asia/Kathmandu; random millisecond ranges, so values outside them shape the edges;
 // a counter with restarts; silences of months; every fill) against E7, E8 and E9 on
 // the real database, first over rows, then with every day packed: timestamps equal,
-// values within 1e-9 relative.
+// values within 1e-9 relative. Both runs read whole tiles wherever their inside has no
+// gap wider than max_gap (the tile path; packed days: quarters and days, no minutes);
+// between them signalPaths replays the E8 and E9 property cases over the raw path and
+// over tiles that are behind.
 func TestSignalAnalytics(t *testing.T) {
 	t.Parallel() // its own account, read-only once seeded
 	var fx signalFixture
@@ -46,6 +49,7 @@ func TestSignalAnalytics(t *testing.T) {
 		ids[n] = v.id
 	}
 	t.Run("rows", func(t *testing.T) { signalCases(t, c, ids, fx) })
+	t.Run("paths", func(t *testing.T) { signalPaths(t, ids, vars, fx) })
 	packVars(t, vars)
 	t.Run("packed", func(t *testing.T) { signalCases(t, c, ids, fx) })
 }

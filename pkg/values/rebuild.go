@@ -109,9 +109,10 @@ WHERE ` + checkedTiles(i) + `(r.n IS DISTINCT FROM m.n OR r.min IS DISTINCT FROM
    OR abs(r.m2 - m.m2) > 1e-9 * greatest(r.m2, m.m2) + 1e-12 * greatest(abs(r.min), abs(r.max), 1) ^ 2
    OR abs(r.ks - m.ks) > 1e-9 * greatest(abs(r.ks), abs(m.ks)) + 1e-12 * greatest(abs(r.min), abs(r.max), 1)
    OR r.longest_ms IS DISTINCT FROM m.longest_ms
-   OR abs(r.area_locf - m.area_locf) > 1e-9 * (abs(r.area_locf) + greatest(abs(r.min), abs(r.max), 1) * ` + widthMs(i) + `)
-   OR abs(r.area_linear - m.area_linear) > 1e-9 * (abs(r.area_linear) + greatest(abs(r.min), abs(r.max), 1) * ` + widthMs(i) + `)
-   OR abs(r.increase - m.increase) > 1e-9 * (abs(r.increase) + greatest(abs(r.min), abs(r.max), 1) * r.n))
+   OR CASE WHEN r.longest_ms IS NOT NULL AND m.longest_ms IS NOT NULL -- values within ±1e150: no overflow
+       THEN abs(r.area_locf - m.area_locf) > 1e-9 * (abs(r.area_locf) + greatest(abs(r.min), abs(r.max), 1) * ` + widthMs(i) + `)
+         OR abs(r.area_linear - m.area_linear) > 1e-9 * (abs(r.area_linear) + greatest(abs(r.min), abs(r.max), 1) * ` + widthMs(i) + `)
+         OR abs(r.increase - m.increase) > 1e-9 * (abs(r.increase) + greatest(abs(r.min), abs(r.max), 1) * r.n) END)
 ORDER BY 1 LIMIT 1000`
 }
 
