@@ -180,10 +180,12 @@ func summaries(key string, c cover, cols []string) sq.Sqlizer {
 // tileUse restricts the tiles a read takes to those where cond holds (SQL on the tile
 // m.*); for the others it reads their raw values (both layouts) as summary rows.
 type tileUse struct {
-	cond sq.Sqlizer
+	cond   sq.Sqlizer
+	others []any // the SELECTs of the tiles not taken, per span (tileRows)
 }
 
-// summariesUsing is summaries with every tile span read through use (nil: every tile).
+// summariesUsing is summaries with every tile span read through use (nil: every tile;
+// use collects the spans: one use per statement).
 func summariesUsing(key string, c cover, cols []string, use *tileUse) sq.Sqlizer {
 	last := len(tiers.All) - 1
 	upTo, packedEnd := sq.Expr("x.ts <= now()"), sq.Expr("now()")
@@ -205,6 +207,9 @@ func summariesUsing(key string, c cover, cols []string, use *tileUse) sq.Sqlizer
 			parts = append(parts, use.tileRows(key, t, c.lo[i], c.lo[i+1], cols), use.tileRows(key, t, c.hi[i+1], c.hi[i], cols))
 		}
 	}
+	if use != nil {
+		parts = append(parts, use.rawOfOthers(cols))
+	}
 	var b []any
 	for i, p := range parts {
 		if i > 0 {
@@ -222,30 +227,47 @@ func tileRows(key string, t tiers.Tier, lo, hi time.Time, cols []string) sq.Sqli
     WHERE m.variable_id = `+key+` AND m.tile >= ? AND m.tile < ?`, lo, hi)
 }
 
-// tileRows are the tiles of t in [lo, hi) that u takes (all of them for a nil u), and
-// the raw values of the others: the rows of "values" in the tile, and its packed dots
-// (a minute tile has none: packed days have no minute tiles).
+// tileRows are the tiles of t in [lo, hi) that u takes (all of them for a nil u); u
+// remembers the span for its raw values of the others (rawOfOthers).
 func (u *tileUse) tileRows(key string, t tiers.Tier, lo, hi time.Time, cols []string) sq.Sqlizer {
 	if u == nil {
 		return tileRows(key, t, lo, hi, cols)
 	}
-	width := fmt.Sprintf("INTERVAL '%d seconds'", int64(t.Width/time.Second))
-	packed := ""
-	if t != tiers.Minutes {
-		packed = `
-      UNION ALL
-      SELECT d.variable_id, d.ts, d.value FROM packed_dots(m.tile, m.tile + ` + width + ` - INTERVAL '1 microsecond') d
-      WHERE d.variable_id = m.variable_id`
+	u.others = append(u.others, sq.ConcatExpr(sq.Expr(`SELECT m.variable_id, m.tile AS lo, m.tile + `+width(t)+` AS hi
+        FROM `+t.Table+` m
+        WHERE m.variable_id = `+key+` AND m.tile >= ? AND m.tile < ? AND NOT `, lo, hi), u.cond))
+	return sq.ConcatExpr(tileRows(key, t, lo, hi, cols), " AND ", u.cond)
+}
+
+// rawOfOthers is the summary rows of the raw values of the tiles that u did not take in
+// the spans it was asked for: the rows of "values" in each such tile and its packed dots
+// (none in a minute tile: packed days have none), one LATERAL for all of them (a branch
+// per span cost the planner a scan of every chunk of both layouts each: twice the
+// planning time).
+func (u *tileUse) rawOfOthers(cols []string) sq.Sqlizer {
+	parts := []any{`SELECT ` + rawColumns("x.", cols) + `
+    FROM (
+        `}
+	for i, o := range u.others {
+		if i > 0 {
+			parts = append(parts, "\n        UNION ALL\n        ")
+		}
+		parts = append(parts, o)
 	}
-	return sq.ConcatExpr(tileRows(key, t, lo, hi, cols), " AND ", u.cond, `
-    UNION ALL
-    SELECT `+rawColumns("x.", cols)+`
-    FROM `+t.Table+` m
+	return sq.ConcatExpr(append(parts, `
+    ) u
     CROSS JOIN LATERAL (
       SELECT r.variable_id, r.ts, r.value FROM "values" r
-      WHERE r.variable_id = m.variable_id AND r.ts >= m.tile AND r.ts < m.tile + `+width+packed+`
-    ) x
-    WHERE m.variable_id = `+key+` AND m.tile >= `, sq.Expr("? AND m.tile < ? AND NOT ", lo, hi), u.cond)
+      WHERE r.variable_id = u.variable_id AND r.ts >= u.lo AND r.ts < u.hi
+      UNION ALL
+      SELECT d.variable_id, d.ts, d.value FROM packed_dots(u.lo, u.hi - INTERVAL '1 microsecond') d
+      WHERE d.variable_id = u.variable_id
+    ) x`)...)
+}
+
+// width is a tier's width as an SQL interval.
+func width(t tiers.Tier) string {
+	return fmt.Sprintf("INTERVAL '%d seconds'", int64(t.Width/time.Second))
 }
 
 // rawSummaries is the summary rows of the raw values of key with a timestamp in

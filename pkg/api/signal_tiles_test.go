@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -20,26 +21,27 @@ import (
 // max_gap, periods and zones over irregular series; numpy's answers) through the
 // compiler with the tile bounds set by hand, on the real database: the raw path (tiles
 // complete before the epoch: none taken), and the tile path while the tiles are behind
-// (complete only before the middle of the data; the minute tiles after it missing and
+// (complete only before the median value; the minute tiles after it missing and
 // the later quarters and days holding wrong insides and edges, in a transaction that is
 // rolled back, so nothing else sees them). Both must give numpy's answers; the tile path
 // must read tiles in most cases. The HTTP runs of TestSignalAnalytics are the tile path
 // with every tile complete.
 func signalPaths(t *testing.T, ids map[string]string, vars map[string]*tiersVar, fx signalFixture) {
 	ctx := context.Background()
-	var keys []int64
-	first, last := int64(1<<62), int64(0)
+	var keys, all []int64
 	for _, v := range vars {
 		keys = append(keys, v.key)
 		for _, p := range v.pts {
-			first, last = min(first, p.TS), max(last, p.TS)
+			all = append(all, p.TS)
 		}
 	}
+	slices.Sort(all)
 	var account int64
 	if err := env.DB.Pool.QueryRow(ctx, `SELECT account_id FROM variables WHERE id = $1`, keys[0]).Scan(&account); err != nil {
 		t.Fatal(err)
 	}
-	raw, behind := time.UnixMilli(0).UTC(), time.UnixMilli(tiers.Minutes.Floor(first+(last-first)/2)).UTC()
+	// behind: the median value's minute, inside most ranges of the cases
+	raw, behind := time.UnixMilli(0).UTC(), time.UnixMilli(tiers.Minutes.Floor(all[len(all)/2])).UTC()
 	t.Run("raw", func(t *testing.T) {
 		if tiled := replayPaths(t, env.DB.DB, fx, ids, account, raw); tiled != 0 {
 			t.Fatalf("%d cases read tiles complete only before the epoch", tiled)

@@ -32,28 +32,12 @@ pts AS (
     WHERE m.variable_id = ANY (ARRAY(SELECT id FROM vars)) AND m.tile >= ? AND m.tile < ? AND coalesce(m.longest_ms::float8 <= ?::float8, false)
     UNION ALL
     SELECT x.variable_id, x.ts AS ts, 1 AS n, x.ts AS first_ts, x.value AS first_value, x.ts AS last_ts, x.value AS last_value, 0::float8 AS area_linear, 0::float8 AS increase
-    FROM value_minutes m
-    CROSS JOIN LATERAL (
-      SELECT r.variable_id, r.ts, r.value FROM "values" r
-      WHERE r.variable_id = m.variable_id AND r.ts >= m.tile AND r.ts < m.tile + INTERVAL '60 seconds'
-    ) x
-    WHERE m.variable_id = ANY (ARRAY(SELECT id FROM vars)) AND m.tile >= ? AND m.tile < ? AND NOT coalesce(m.longest_ms::float8 <= ?::float8, false)
-    UNION ALL
-    SELECT x.variable_id, x.ts AS ts, 1 AS n, x.ts AS first_ts, x.value AS first_value, x.ts AS last_ts, x.value AS last_value, 0::float8 AS area_linear, 0::float8 AS increase
     FROM packed_dots(?, ?) x
     WHERE x.variable_id = ANY (ARRAY(SELECT id FROM vars))
     UNION ALL
     SELECT m.variable_id, m.tile AS ts, m.n, m.first_ts, m.first_value, m.last_ts, m.last_value, m.area_linear, m.increase
     FROM value_minutes m
     WHERE m.variable_id = ANY (ARRAY(SELECT id FROM vars)) AND m.tile >= ? AND m.tile < ? AND coalesce(m.longest_ms::float8 <= ?::float8, false)
-    UNION ALL
-    SELECT x.variable_id, x.ts AS ts, 1 AS n, x.ts AS first_ts, x.value AS first_value, x.ts AS last_ts, x.value AS last_value, 0::float8 AS area_linear, 0::float8 AS increase
-    FROM value_minutes m
-    CROSS JOIN LATERAL (
-      SELECT r.variable_id, r.ts, r.value FROM "values" r
-      WHERE r.variable_id = m.variable_id AND r.ts >= m.tile AND r.ts < m.tile + INTERVAL '60 seconds'
-    ) x
-    WHERE m.variable_id = ANY (ARRAY(SELECT id FROM vars)) AND m.tile >= ? AND m.tile < ? AND NOT coalesce(m.longest_ms::float8 <= ?::float8, false)
     UNION ALL
     SELECT x.variable_id, x.ts AS ts, 1 AS n, x.ts AS first_ts, x.value AS first_value, x.ts AS last_ts, x.value AS last_value, 0::float8 AS area_linear, 0::float8 AS increase
     FROM packed_dots(?, ?) x
@@ -63,46 +47,43 @@ pts AS (
     FROM value_quarters m
     WHERE m.variable_id = ANY (ARRAY(SELECT id FROM vars)) AND m.tile >= ? AND m.tile < ? AND coalesce(m.longest_ms::float8 <= ?::float8, false)
     UNION ALL
-    SELECT x.variable_id, x.ts AS ts, 1 AS n, x.ts AS first_ts, x.value AS first_value, x.ts AS last_ts, x.value AS last_value, 0::float8 AS area_linear, 0::float8 AS increase
-    FROM value_quarters m
-    CROSS JOIN LATERAL (
-      SELECT r.variable_id, r.ts, r.value FROM "values" r
-      WHERE r.variable_id = m.variable_id AND r.ts >= m.tile AND r.ts < m.tile + INTERVAL '900 seconds'
-      UNION ALL
-      SELECT d.variable_id, d.ts, d.value FROM packed_dots(m.tile, m.tile + INTERVAL '900 seconds' - INTERVAL '1 microsecond') d
-      WHERE d.variable_id = m.variable_id
-    ) x
-    WHERE m.variable_id = ANY (ARRAY(SELECT id FROM vars)) AND m.tile >= ? AND m.tile < ? AND NOT coalesce(m.longest_ms::float8 <= ?::float8, false)
-    UNION ALL
     SELECT m.variable_id, m.tile AS ts, m.n, m.first_ts, m.first_value, m.last_ts, m.last_value, m.area_linear, m.increase
     FROM value_quarters m
     WHERE m.variable_id = ANY (ARRAY(SELECT id FROM vars)) AND m.tile >= ? AND m.tile < ? AND coalesce(m.longest_ms::float8 <= ?::float8, false)
-    UNION ALL
-    SELECT x.variable_id, x.ts AS ts, 1 AS n, x.ts AS first_ts, x.value AS first_value, x.ts AS last_ts, x.value AS last_value, 0::float8 AS area_linear, 0::float8 AS increase
-    FROM value_quarters m
-    CROSS JOIN LATERAL (
-      SELECT r.variable_id, r.ts, r.value FROM "values" r
-      WHERE r.variable_id = m.variable_id AND r.ts >= m.tile AND r.ts < m.tile + INTERVAL '900 seconds'
-      UNION ALL
-      SELECT d.variable_id, d.ts, d.value FROM packed_dots(m.tile, m.tile + INTERVAL '900 seconds' - INTERVAL '1 microsecond') d
-      WHERE d.variable_id = m.variable_id
-    ) x
-    WHERE m.variable_id = ANY (ARRAY(SELECT id FROM vars)) AND m.tile >= ? AND m.tile < ? AND NOT coalesce(m.longest_ms::float8 <= ?::float8, false)
     UNION ALL
     SELECT m.variable_id, m.tile AS ts, m.n, m.first_ts, m.first_value, m.last_ts, m.last_value, m.area_linear, m.increase
     FROM value_days m
     WHERE m.variable_id = ANY (ARRAY(SELECT id FROM vars)) AND m.tile >= ? AND m.tile < ? AND coalesce(m.longest_ms::float8 <= ?::float8, false)
     UNION ALL
     SELECT x.variable_id, x.ts AS ts, 1 AS n, x.ts AS first_ts, x.value AS first_value, x.ts AS last_ts, x.value AS last_value, 0::float8 AS area_linear, 0::float8 AS increase
-    FROM value_days m
+    FROM (
+        SELECT m.variable_id, m.tile AS lo, m.tile + INTERVAL '60 seconds' AS hi
+        FROM value_minutes m
+        WHERE m.variable_id = ANY (ARRAY(SELECT id FROM vars)) AND m.tile >= ? AND m.tile < ? AND NOT coalesce(m.longest_ms::float8 <= ?::float8, false)
+        UNION ALL
+        SELECT m.variable_id, m.tile AS lo, m.tile + INTERVAL '60 seconds' AS hi
+        FROM value_minutes m
+        WHERE m.variable_id = ANY (ARRAY(SELECT id FROM vars)) AND m.tile >= ? AND m.tile < ? AND NOT coalesce(m.longest_ms::float8 <= ?::float8, false)
+        UNION ALL
+        SELECT m.variable_id, m.tile AS lo, m.tile + INTERVAL '900 seconds' AS hi
+        FROM value_quarters m
+        WHERE m.variable_id = ANY (ARRAY(SELECT id FROM vars)) AND m.tile >= ? AND m.tile < ? AND NOT coalesce(m.longest_ms::float8 <= ?::float8, false)
+        UNION ALL
+        SELECT m.variable_id, m.tile AS lo, m.tile + INTERVAL '900 seconds' AS hi
+        FROM value_quarters m
+        WHERE m.variable_id = ANY (ARRAY(SELECT id FROM vars)) AND m.tile >= ? AND m.tile < ? AND NOT coalesce(m.longest_ms::float8 <= ?::float8, false)
+        UNION ALL
+        SELECT m.variable_id, m.tile AS lo, m.tile + INTERVAL '86400 seconds' AS hi
+        FROM value_days m
+        WHERE m.variable_id = ANY (ARRAY(SELECT id FROM vars)) AND m.tile >= ? AND m.tile < ? AND NOT coalesce(m.longest_ms::float8 <= ?::float8, false)
+    ) u
     CROSS JOIN LATERAL (
       SELECT r.variable_id, r.ts, r.value FROM "values" r
-      WHERE r.variable_id = m.variable_id AND r.ts >= m.tile AND r.ts < m.tile + INTERVAL '86400 seconds'
+      WHERE r.variable_id = u.variable_id AND r.ts >= u.lo AND r.ts < u.hi
       UNION ALL
-      SELECT d.variable_id, d.ts, d.value FROM packed_dots(m.tile, m.tile + INTERVAL '86400 seconds' - INTERVAL '1 microsecond') d
-      WHERE d.variable_id = m.variable_id
+      SELECT d.variable_id, d.ts, d.value FROM packed_dots(u.lo, u.hi - INTERVAL '1 microsecond') d
+      WHERE d.variable_id = u.variable_id
     ) x
-    WHERE m.variable_id = ANY (ARRAY(SELECT id FROM vars)) AND m.tile >= ? AND m.tile < ? AND NOT coalesce(m.longest_ms::float8 <= ?::float8, false)
     ) p
     UNION ALL
     SELECT e.variable_id, e.ts, e.value, e.ts, e.value, 1, 0::float8, 0::float8, e.inr
