@@ -194,7 +194,8 @@ func checkSignalStatistics(t *testing.T, c *testenv.Client, ids map[string]strin
 }
 
 // TestSignalExplain: explain=sql shows the one statement of a time-aware request
-// (intervals by lead(), the fill by windows), the user's numbers as arguments; an
+// (intervals by lead(), the fill by windows, whole tiles whose longest interval is within
+// max_gap, named in the notes), the user's numbers as arguments; an
 // extended fill by previous gives leading buckets the value before start.
 func TestSignalExplain(t *testing.T) {
 	c := env.Client(t)
@@ -218,6 +219,11 @@ func TestSignalExplain(t *testing.T) {
 	}
 	if strings.Contains(sqlOnly.SQL, "1234") || !strings.Contains(string(r.Body), "1234500") {
 		t.Fatalf("max_gap must travel as an argument: %s", r.Body)
+	}
+	// the range holds whole quarters: the tile path, which the notes name
+	if !strings.Contains(sqlOnly.SQL, "m.longest_ms::float8 <= ?::float8") || !strings.Contains(string(r.Body), "time-aware over tiles") ||
+		!strings.Contains(string(r.Body), "value_quarters: whole tiles") {
+		t.Fatalf("explain=sql shows no tile path: %s", r.Body)
 	}
 	// Values at 22:13:20 and 01:00:00 (UTC): from start (23:13:20) the signal is
 	// defined until the last value, not beyond it (nothing is extrapolated), so
