@@ -153,17 +153,20 @@ func beforePoint(key string, start time.Time) sq.Sqlizer {
 }
 
 // afterPoint is the earliest value of variable key after end (SQL), from either
-// layout: the rows' index forwards, and the two first packed days from end's.
+// layout: the rows' index forwards, and the two first packed days from end's. The last
+// instant of those days is a LATERAL column, not a sub-select argument: with one,
+// PostgreSQL does not inline packed_dots and unpacks every variable's days.
 func afterPoint(key string, end sq.Sqlizer) sq.Sqlizer {
 	return sq.ConcatExpr(`(SELECT * FROM (
         (SELECT variable_id, ts, value, false AS inr FROM "values" WHERE variable_id = `+key+` AND ts > `, end, ` ORDER BY ts LIMIT 1)
         UNION ALL
-        (SELECT variable_id, ts, value, false AS inr
-         FROM packed_dots(`, end, ` + interval '1 microsecond', (SELECT max(day) + interval '1 day' - interval '1 microsecond'
-           FROM (SELECT day FROM values_packed WHERE variable_id = `+key+` AND day >= time_bucket(interval '1 day', `, end, `)
-                 ORDER BY day LIMIT 2) d))
-         WHERE variable_id = `+key+`
-         ORDER BY ts LIMIT 1)
+        (SELECT x.variable_id, x.ts, x.value, false AS inr
+         FROM (SELECT max(day) + interval '1 day' - interval '1 microsecond' AS last
+               FROM (SELECT day FROM values_packed WHERE variable_id = `+key+` AND day >= time_bucket(interval '1 day', `, end, `)
+                     ORDER BY day LIMIT 2) d) b
+         CROSS JOIN LATERAL packed_dots(`, end, ` + interval '1 microsecond', b.last) x
+         WHERE x.variable_id = `+key+`
+         ORDER BY x.ts LIMIT 1)
       ) a ORDER BY ts LIMIT 1)`)
 }
 

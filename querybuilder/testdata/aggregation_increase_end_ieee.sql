@@ -92,12 +92,13 @@ pts AS (
       (SELECT * FROM (
         (SELECT variable_id, ts, value, false AS inr FROM "values" WHERE variable_id = v.id AND ts > ?::timestamptz ORDER BY ts LIMIT 1)
         UNION ALL
-        (SELECT variable_id, ts, value, false AS inr
-         FROM packed_dots(?::timestamptz + interval '1 microsecond', (SELECT max(day) + interval '1 day' - interval '1 microsecond'
-           FROM (SELECT day FROM values_packed WHERE variable_id = v.id AND day >= time_bucket(interval '1 day', ?::timestamptz)
-                 ORDER BY day LIMIT 2) d))
-         WHERE variable_id = v.id
-         ORDER BY ts LIMIT 1)
+        (SELECT x.variable_id, x.ts, x.value, false AS inr
+         FROM (SELECT max(day) + interval '1 day' - interval '1 microsecond' AS last
+               FROM (SELECT day FROM values_packed WHERE variable_id = v.id AND day >= time_bucket(interval '1 day', ?::timestamptz)
+                     ORDER BY day LIMIT 2) d) b
+         CROSS JOIN LATERAL packed_dots(?::timestamptz + interval '1 microsecond', b.last) x
+         WHERE x.variable_id = v.id
+         ORDER BY x.ts LIMIT 1)
       ) a ORDER BY ts LIMIT 1)
     ) e
 ),
