@@ -119,12 +119,18 @@ func lastPoints(cols []string) sq.Sqlizer {
 // variables). guarded: only while zonecheck holds, else the raw values of the range
 // (zoneCheck).
 func rangePoints(c cover, guarded bool, start, end *time.Time, cols []string) sq.Sqlizer {
+	return rangePointsUsing(c, guarded, start, end, cols, nil, "SELECT id FROM vars")
+}
+
+// rangePointsUsing is rangePoints of the variables that vars selects (a column id;
+// guarded: "vars") with every tile span read through use (nil: every tile).
+func rangePointsUsing(c cover, guarded bool, start, end *time.Time, cols []string, use *tileUse, vars string) sq.Sqlizer {
 	if !guarded {
-		return sq.ConcatExpr("    ", summaries("ANY (ARRAY(SELECT id FROM vars))", c, cols))
+		return sq.ConcatExpr("    ", summariesUsing("ANY (ARRAY("+vars+"))", c, cols, use))
 	}
 	// The guard picks the keys (an init plan, once) rather than filtering each branch:
 	// a one-time filter per branch cost a node every row passes, 5% of case A.
-	return sq.ConcatExpr("    ", summaries("ANY (ARRAY(SELECT id FROM vars WHERE (SELECT ok FROM zonecheck)))", c, cols), `
+	return sq.ConcatExpr("    ", summariesUsing("ANY (ARRAY(SELECT id FROM vars WHERE (SELECT ok FROM zonecheck)))", c, cols, use), `
     UNION ALL
     `, rawSummaries("ANY (ARRAY(SELECT id FROM vars WHERE NOT (SELECT ok FROM zonecheck)))", inRange("x.ts", start, end),
 		packedRange(start, end), cols))

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	sq "github.com/Masterminds/squirrel"
+
+	"github.com/sensordata/sensorapi/querybuilder/tiers"
 )
 
 // Time-aware aggregations (API.md §20) read a variable's values as a signal: defined
@@ -120,7 +122,14 @@ func signalPoints(ids string, r signalRange) sq.Sqlizer {
     WHERE x.variable_id = ` + key + ` AND `, inside, `
     UNION ALL
     SELECT e.*
-    FROM (SELECT DISTINCT id FROM (` + ids + `) i) v
+    `}
+	return sq.ConcatExpr(append(parts, edgePoints(ids, r))...)
+}
+
+// edgePoints is the FROM clause of e, the value just before the range and the one just
+// after it of each variable keyed by ids (columns variable_id, ts, value, inr false).
+func edgePoints(ids string, r signalRange) sq.Sqlizer {
+	parts := []any{`FROM (SELECT DISTINCT id FROM (` + ids + `) i) v
     CROSS JOIN LATERAL (`}
 	if r.start != nil {
 		parts = append(parts, "\n      ", beforePoint("v.id", *r.start))
@@ -144,17 +153,20 @@ func beforePoint(key string, start time.Time) sq.Sqlizer {
 }
 
 // afterPoint is the earliest value of variable key after end (SQL), from either
-// layout: the rows' index forwards, and the two first packed days from end's.
+// layout: the rows' index forwards, and the two first packed days from end's. The last
+// instant of those days is a LATERAL column, not a sub-select argument: with one,
+// PostgreSQL does not inline packed_dots and unpacks every variable's days.
 func afterPoint(key string, end sq.Sqlizer) sq.Sqlizer {
 	return sq.ConcatExpr(`(SELECT * FROM (
         (SELECT variable_id, ts, value, false AS inr FROM "values" WHERE variable_id = `+key+` AND ts > `, end, ` ORDER BY ts LIMIT 1)
         UNION ALL
-        (SELECT variable_id, ts, value, false AS inr
-         FROM packed_dots(`, end, ` + interval '1 microsecond', (SELECT max(day) + interval '1 day' - interval '1 microsecond'
-           FROM (SELECT day FROM values_packed WHERE variable_id = `+key+` AND day >= time_bucket(interval '1 day', `, end, `)
-                 ORDER BY day LIMIT 2) d))
-         WHERE variable_id = `+key+`
-         ORDER BY ts LIMIT 1)
+        (SELECT x.variable_id, x.ts, x.value, false AS inr
+         FROM (SELECT max(day) + interval '1 day' - interval '1 microsecond' AS last
+               FROM (SELECT day FROM values_packed WHERE variable_id = `+key+` AND day >= time_bucket(interval '1 day', `, end, `)
+                     ORDER BY day LIMIT 2) d) b
+         CROSS JOIN LATERAL packed_dots(`, end, ` + interval '1 microsecond', b.last) x
+         WHERE x.variable_id = `+key+`
+         ORDER BY x.ts LIMIT 1)
       ) a ORDER BY ts LIMIT 1)`)
 }
 
@@ -163,16 +175,22 @@ func afterPoint(key string, end sq.Sqlizer) sq.Sqlizer {
 // NULL lead), and iv, the intervals where the signal is defined
 // (positive length, not a gap) in epoch ms: [lm, rm) of [t, t1] from v to v1. Without
 // intervals (E8's increase) iv is left out: a second reference to sig would make
-// PostgreSQL materialize it.
-func signalCTEs(src string, r signalRange, s Signal, intervals bool) sq.Sqlizer {
+// PostgreSQL materialize it. Over pieces (the tile path) a row is a piece: its interval
+// runs from its last dot (lt, v) to the next piece's first, pv is the previous piece's
+// last value, and fv, n, a0, inc0 are its first value and inside.
+func signalCTEs(src string, r signalRange, s Signal, intervals, pieces bool) sq.Sqlizer {
+	from, cols := "ts", "p.ts, p.value AS v, p.inr,\n           lag(p.value) OVER w AS pv"
+	if pieces {
+		from, cols = "lt", "p.ts, p.lt, p.value AS fv, p.lv AS v, p.inr, p.n, p.a0, p.inc0,\n           lag(p.lv) OVER w AS pv"
+	}
 	var gap any = ""
 	if s.MaxGap > 0 {
-		gap = sq.Expr("\n    AND ("+epochMillis("s.ts1")+" - "+epochMillis("s.ts")+")::float8 <= ?::float8", s.MaxGap*1000)
+		gap = sq.Expr("\n    AND ("+epochMillis("s.ts1")+" - "+epochMillis("s."+from)+")::float8 <= ?::float8", s.MaxGap*1000)
 	}
 	var iv sq.Sqlizer = sq.ConcatExpr(`,
 iv AS (
   SELECT s.variable_id, s.l, s.r, `+epochMillis("s.l")+` AS lm, `+epochMillis("s.r")+` AS rm,
-         `+epochMillis("s.ts")+` AS t, s.v, `+epochMillis("s.ts1")+` AS t1, s.v1
+         `+epochMillis("s."+from)+` AS t, s.v, `+epochMillis("s.ts1")+` AS t1, s.v1
   FROM sig s
   WHERE s.r > s.l`, gap, `
 )`)
@@ -181,10 +199,9 @@ iv AS (
 	}
 	return sq.ConcatExpr(`,
 sig AS (
-  SELECT w.*, greatest(w.ts, w.lo) AS l, CASE WHEN w.ts1 IS NOT NULL THEN least(w.ts1, w.hi) END AS r
+  SELECT w.*, greatest(w.`+from+`, w.lo) AS l, CASE WHEN w.ts1 IS NOT NULL THEN least(w.ts1, w.hi) END AS r
   FROM (
-    SELECT p.variable_id, p.ts, p.value AS v, p.inr,
-           lag(p.value) OVER w AS pv, lead(p.ts) OVER w AS ts1, lead(p.value) OVER w AS v1,
+    SELECT p.variable_id, `+cols+`, lead(p.ts) OVER w AS ts1, lead(p.value) OVER w AS v1,
            `, r.lo(), ` AS lo, `, r.hi(), ` AS hi
     FROM `+src+` p
     WINDOW w AS (PARTITION BY p.variable_id ORDER BY p.ts)
@@ -215,17 +232,27 @@ func area(s Signal, a, b string, m sums) string {
 }
 
 // increase is a point's contribution to a counter's increase: v − previous, or v
-// after a restart; none for the first value of the history.
-func increase(m sums) string {
-	if m == ieeeSums {
-		return "CASE WHEN pv IS NULL THEN 0 WHEN v >= pv THEN ieee_add(v, -pv) ELSE v END"
+// after a restart; none for the first value of the history. Over pieces, a piece's:
+// its first value's, and its inside's.
+func increase(m sums, pieces bool) string {
+	v, inside := "v", ""
+	if pieces {
+		v, inside = "fv", "inc0 + "
 	}
-	return "CASE WHEN pv IS NULL THEN 0 WHEN v >= pv THEN v - pv ELSE v END"
+	if m == ieeeSums {
+		return inside + "CASE WHEN pv IS NULL THEN 0 WHEN " + v + " >= pv THEN ieee_add(" + v + ", -pv) ELSE " + v + " END"
+	}
+	return inside + "CASE WHEN pv IS NULL THEN 0 WHEN " + v + " >= pv THEN " + v + " - pv ELSE " + v + " END"
 }
 
 // signalMeasures is tw, the measures of each variable over the whole range (E7, E9):
-// cov, area, inc, nv and the latest value's timestamp in range (last_ts).
-func signalMeasures(s Signal, m sums) string {
+// cov, area, inc, nv and the latest value's timestamp in range (last_ts). A piece adds
+// its inside.
+func signalMeasures(s Signal, m sums, pieces bool) string {
+	point := "0, NULL, " + increase(m, false) + ", 1, ts"
+	if pieces {
+		point = epochMillis("lt") + " - " + epochMillis("ts") + ", a0, " + increase(m, true) + ", n, lt"
+	}
 	return `,
 tw AS (
   SELECT variable_id, coalesce(sum(cov), 0) AS cov, ` + m.expand("SUM(area)") + ` AS area, ` + m.expand("SUM(inc)") + ` AS inc,
@@ -235,7 +262,7 @@ tw AS (
            NULL::float8 AS inc, 0 AS nv, NULL::timestamptz AS last_ts
     FROM iv q
     UNION ALL
-    SELECT variable_id, 0, NULL, ` + increase(m) + `, 1, ts
+    SELECT variable_id, ` + point + `
     FROM sig
     WHERE inr
   ) u
@@ -262,8 +289,10 @@ func signalAggregationOf(r AggregationRequest, agg *signalAggregation, m sums) (
   WHERE cov > 0 OR nv > 0`, args...)
 	}
 	rng := signalRange{r.Start, r.End}
-	stmt := sq.ConcatExpr(sources(r.AccountID, r.VariableIDs, signalPoints("SELECT id FROM vars", rng)),
-		signalCTEs("pts", rng, r.Signal, true), signalMeasures(r.Signal, m), `,
+	c := signalCover(rng, len(tiers.All), r.TierBounds)
+	src, pieces := signalSource("SELECT id FROM vars", rng, r.Signal, c, false)
+	stmt := sq.ConcatExpr(sources(r.AccountID, r.VariableIDs, src),
+		signalCTEs("pts", rng, r.Signal, true, pieces), signalMeasures(r.Signal, m, pieces), `,
 result AS (
   `, result, `
 )
@@ -271,7 +300,7 @@ result AS (
 UNION ALL
 SELECT ord, `+epochMillis("ts")+`, value FROM result
 ORDER BY 1, 2 NULLS FIRST`)
-	return build(stmt, []string{signalNote(r.Signal)})
+	return build(stmt, signalNoteOf(r.Signal, c))
 }
 
 // signalNote is the explain note of a time-aware statement.
@@ -306,22 +335,34 @@ func signalResample(r ResampleRequest, agg *signalAggregation, m sums) (Query, e
 	if g.origin != nil {
 		origin = sq.Expr(",\norigin AS MATERIALIZED (\n  ?\n)", g.origin)
 	}
-	measured := intervalBuckets(r, agg, m)
+	zp := planZone(r.Period, r.Zone, r.Start, r.End)
+	c := signalCover(rng, zp.usable, r.TierBounds)
+	src, pieces := signalSource("SELECT id FROM vars", rng, r.Signal, c, true)
+	var ctes []any
+	notes := signalNoteOf(r.Signal, c)
+	if pieces {
+		ctes, notes = []any{",\nzonecheck AS MATERIALIZED (\n  ", zoneCheck(r.Zone, zp), "\n)"}, append(zp.notes(), notes...)
+	}
+	measured := intervalBuckets(r, agg, m, pieces)
 	if agg.byValue {
+		nv, cols := "count(*)", "pts.variable_id"
+		if pieces {
+			nv, cols = "sum(c.n)", "pts.variable_id, pts.n"
+		}
 		measured = sq.Expr(`,
 buckets AS (
   SELECT vars.ord, b.key, `+m.expand(agg.expr)+` AS value
   FROM (
-    SELECT c.variable_id, c.key, `+m.expand("SUM(c.inc)")+` AS inc, count(*) AS nv
-    FROM (SELECT pts.variable_id, ? AS key, `+increase(m)+` AS inc FROM sig pts WHERE pts.inr) c
+    SELECT c.variable_id, c.key, `+m.expand("SUM(c.inc)")+` AS inc, `+nv+` AS nv
+    FROM (SELECT `+cols+`, ? AS key, `+increase(m, pieces)+` AS inc FROM sig pts WHERE pts.inr) c
     GROUP BY 1, 2
   ) b
   JOIN vars ON vars.id = b.variable_id
 )`, g.key)
 	}
-	stmt := sq.ConcatExpr(sources(r.AccountID, r.VariableIDs, signalPoints("SELECT id FROM vars", rng)), origin,
-		signalCTEs("pts", rng, r.Signal, !agg.byValue), measured, seriesTail(agg.fill, g, r))
-	return build(stmt, []string{signalNote(r.Signal)})
+	stmt := sq.ConcatExpr(sources(r.AccountID, r.VariableIDs, src, ctes...), origin,
+		signalCTEs("pts", rng, r.Signal, !agg.byValue, pieces), measured, seriesTail(agg.fill, g, r))
+	return build(stmt, notes)
 }
 
 // intervalBuckets measures every bucket the signal's intervals reach: each interval
@@ -329,7 +370,7 @@ buckets AS (
 // start's to its end's), each piece's length and area in ms. nT/nH keys are their own
 // edges; a local midnight (nD, W, M) costs a subquery, so those edges are computed
 // once per bucket of the range (edges) and joined on the key.
-func intervalBuckets(r ResampleRequest, agg *signalAggregation, m sums) sq.Sqlizer {
+func intervalBuckets(r ResampleRequest, agg *signalAggregation, m sums, pieces bool) sq.Sqlizer {
 	g := gridFor(r.Period, r.Zone, nil)
 	from := gridAt(r.Period, r.Zone, nil, "i.l").key
 	to := gridAt(r.Period, r.Zone, nil, "(i.r - interval '1 microsecond')").key
@@ -348,17 +389,26 @@ edges AS MATERIALIZED (
 )`)
 		lo, hi, join = sq.Expr("e.lo"), sq.Expr("e.hi"), "\n      JOIN edges e ON e.key = k.key"
 	}
+	cols, insides := "*", any("")
+	if pieces { // and each piece's inside, in the bucket of its first dot (the tile fits one)
+		cols = "variable_id, q.key, q.a, q.b"
+		insides = sq.ConcatExpr(`
+      UNION ALL
+      SELECT s.variable_id, `, gridAt(r.Period, r.Zone, nil, "s.ts").key, `, `+epochMillis("s.ts")+`, `+epochMillis("s.lt")+`, s.a0
+      FROM sig s
+      WHERE s.inr AND s.lt > s.ts`)
+	}
 	return sq.ConcatExpr(edges, `,
 buckets AS (
   SELECT vars.ord, b.key, `+m.expand(agg.expr)+` AS value
   FROM (
     SELECT q.variable_id, q.key, sum(q.b - q.a) AS cov, `+m.expand("SUM(q.area)")+` AS area
-    FROM (SELECT q.*, `+area(r.Signal, "q.a", "q.b", m)+` AS area FROM (
+    FROM (SELECT q.`+cols+`, `+area(r.Signal, "q.a", "q.b", m)+` AS area FROM (
       SELECT i.variable_id, k.key, i.t, i.v, i.t1, i.v1, greatest(i.lm, `, lo, `) AS a, least(i.rm, `, hi, `) AS b
       FROM iv i
       CROSS JOIN LATERAL generate_series(`, from, `, `, to, `, `, g.step, `) AS k(key)`+join+`
     ) q
-    WHERE q.b > q.a) q
+    WHERE q.b > q.a`, insides, `) q
     GROUP BY 1, 2
   ) b
   JOIN vars ON vars.id = b.variable_id
@@ -383,8 +433,8 @@ func spanBound(r ResampleRequest, lo bool) sq.Sqlizer {
 }
 
 // signalStatistics are E7's CTEs for the time-aware aggregations (spts, sig, iv,
-// tw: joined on the variable) and their output columns.
-func signalStatistics(aggs []aggregation, r StatisticsRequest, m sums) (sq.Sqlizer, []string) {
+// tw: joined on the variable), their output columns and explain notes.
+func signalStatistics(aggs []aggregation, r StatisticsRequest, m sums) (sq.Sqlizer, []string, []string) {
 	var cols []string
 	for _, a := range aggs {
 		if a.signal != nil {
@@ -392,10 +442,12 @@ func signalStatistics(aggs []aggregation, r StatisticsRequest, m sums) (sq.Sqliz
 		}
 	}
 	if len(cols) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	start, end := r.Start.UTC(), r.End.UTC()
 	rng := signalRange{&start, &end}
-	return sq.ConcatExpr(",\nspts AS (\n", signalPoints("SELECT id FROM res WHERE id IS NOT NULL", rng), "\n)",
-		signalCTEs("spts", rng, r.Signal, true), signalMeasures(r.Signal, m)), cols
+	c := signalCover(rng, len(tiers.All), r.TierBounds)
+	src, pieces := signalSource("SELECT id FROM res WHERE id IS NOT NULL", rng, r.Signal, c, false)
+	return sq.ConcatExpr(",\nspts AS (\n", src, "\n)",
+		signalCTEs("spts", rng, r.Signal, true, pieces), signalMeasures(r.Signal, m, pieces)), cols, signalNoteOf(r.Signal, c)
 }

@@ -3,12 +3,16 @@ package querybuilder
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestSignalGolden pins the statements of the time-aware aggregations (API.md §20):
-// one per request, reading rows and packed days, intervals by lead() and lag().
+// one per request, reading rows and packed days, intervals by lead() and lag(); over
+// whole tiles where the range holds any (the tile path), raw values only in a range of
+// less than a minute or without a range.
 func TestSignalGolden(t *testing.T) {
 	sig := Signal{Linear: true, MaxGap: 900}
+	shortEnd := rsStart.Add(59 * time.Second)
 	resamples := []struct {
 		name string
 		req  ResampleRequest
@@ -35,6 +39,7 @@ func TestSignalGolden(t *testing.T) {
 	}{
 		{"aggregation_twa_join.sql", AggregationRequest{7, rsIDs, "twa", true, &rsStart, &rsEnd, TierBounds{}, sig}},
 		{"aggregation_increase_end.sql", AggregationRequest{7, rsIDs, "increase", false, nil, &rsEnd, TierBounds{}, Signal{}}},
+		{"aggregation_twa_raw_minute.sql", AggregationRequest{7, rsIDs, "twa", false, &rsStart, &shortEnd, TierBounds{}, sig}},
 	}
 	for _, tc := range aggs {
 		t.Run(tc.name, func(t *testing.T) {
@@ -69,7 +74,14 @@ func checkSignalQuery(t *testing.T, name string, q Query) {
 	if strings.Contains(name, "resample_mean") {
 		return
 	}
-	for _, want := range []string{"lead(p.ts) OVER w", "lag(p.value) OVER w"} {
+	wants := []string{"lead(p.ts) OVER w", "lag(p.lv) OVER w", "value_quarters m", "m.longest_ms"}
+	if strings.Contains(name, "last100") || strings.Contains(name, "raw_minute") {
+		wants = []string{"lead(p.ts) OVER w", "lag(p.value) OVER w"}
+		if strings.Contains(q.SQL, "value_minutes") {
+			t.Fatalf("%s reads tiles", name)
+		}
+	}
+	for _, want := range wants {
 		if !strings.Contains(q.SQL, want) {
 			t.Fatalf("no %s in %s", want, name)
 		}

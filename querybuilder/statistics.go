@@ -125,9 +125,9 @@ func statistics(r StatisticsRequest, s sums) (Query, error) {
 		prefix, notes = append(prefix, pct), append(notes, note)
 	}
 	ctes, cols := summaryCTEs(aggs, c, s)
-	tw, twCols := signalStatistics(aggs, r, s)
+	tw, twCols, twNotes := signalStatistics(aggs, r, s)
 	if tw != nil {
-		ctes, notes = sq.ConcatExpr(ctes, tw), append(notes, signalNote(r.Signal))
+		ctes, notes = sq.ConcatExpr(ctes, tw), append(notes, twNotes...)
 		cols = append(append([]string{"(coalesce(s.n, 0) > 0 OR coalesce(tw.cov, 0) > 0) AS " + ColHasData}, cols[1:]...), twCols...)
 	}
 	b := psql.Select().PrefixExpr(sq.ConcatExpr(append(prefix, ctes)...)).From("res v").

@@ -45,6 +45,8 @@ func rawColumns(prefix string, cols []string) string {
 			e = "CASE WHEN abs(" + v + ") <= 1e150 AND (" + v + " = 0 OR abs(" + v + ") >= 1e-100) THEN 0::float8 END"
 		case "first_ts", "last_ts", "min_ts", "max_ts":
 			e = t
+		case "area_locf", "area_linear", "increase": // a single dot: no signal inside
+			e = "0::float8"
 		default: // the compiler's own lists name the columns: a typo must not read as ts
 			panic("querybuilder: unknown summary column " + c)
 		}
@@ -172,6 +174,19 @@ func (c cover) notes() []string {
 // packed days, which have no minute tiles. So every raw span reads both, and every
 // span of minute tiles also reads the packed dots in it.
 func summaries(key string, c cover, cols []string) sq.Sqlizer {
+	return summariesUsing(key, c, cols, nil)
+}
+
+// tileUse restricts the tiles a read takes to those where cond holds (SQL on the tile
+// m.*); for the others it reads their raw values (both layouts) as summary rows.
+type tileUse struct {
+	cond   sq.Sqlizer
+	others []any // the SELECTs of the tiles not taken, per span (tileRows)
+}
+
+// summariesUsing is summaries with every tile span read through use (nil: every tile;
+// use collects the spans: one use per statement).
+func summariesUsing(key string, c cover, cols []string, use *tileUse) sq.Sqlizer {
 	last := len(tiers.All) - 1
 	upTo, packedEnd := sq.Expr("x.ts <= now()"), sq.Expr("now()")
 	if c.end != nil {
@@ -184,13 +199,16 @@ func summaries(key string, c cover, cols []string) sq.Sqlizer {
 	for i, t := range tiers.All {
 		switch i {
 		case last:
-			parts = append(parts, tileRows(key, t, c.lo[i], c.hi[i], cols))
+			parts = append(parts, use.tileRows(key, t, c.lo[i], c.hi[i], cols))
 		case 0: // minutes: and the packed dots of the same spans
-			parts = append(parts, tileRows(key, t, c.lo[i], c.lo[i+1], cols), packedSpan(key, c.lo[i], c.lo[i+1], cols),
-				tileRows(key, t, c.hi[i+1], c.hi[i], cols), packedSpan(key, c.hi[i+1], c.hi[i], cols))
+			parts = append(parts, use.tileRows(key, t, c.lo[i], c.lo[i+1], cols), packedSpan(key, c.lo[i], c.lo[i+1], cols),
+				use.tileRows(key, t, c.hi[i+1], c.hi[i], cols), packedSpan(key, c.hi[i+1], c.hi[i], cols))
 		default:
-			parts = append(parts, tileRows(key, t, c.lo[i], c.lo[i+1], cols), tileRows(key, t, c.hi[i+1], c.hi[i], cols))
+			parts = append(parts, use.tileRows(key, t, c.lo[i], c.lo[i+1], cols), use.tileRows(key, t, c.hi[i+1], c.hi[i], cols))
 		}
+	}
+	if use != nil {
+		parts = append(parts, use.rawOfOthers(cols))
 	}
 	var b []any
 	for i, p := range parts {
@@ -207,6 +225,49 @@ func tileRows(key string, t tiers.Tier, lo, hi time.Time, cols []string) sq.Sqli
 	return sq.Expr(`SELECT `+tileColumns(cols)+`
     FROM `+t.Table+` m
     WHERE m.variable_id = `+key+` AND m.tile >= ? AND m.tile < ?`, lo, hi)
+}
+
+// tileRows are the tiles of t in [lo, hi) that u takes (all of them for a nil u); u
+// remembers the span for its raw values of the others (rawOfOthers).
+func (u *tileUse) tileRows(key string, t tiers.Tier, lo, hi time.Time, cols []string) sq.Sqlizer {
+	if u == nil {
+		return tileRows(key, t, lo, hi, cols)
+	}
+	u.others = append(u.others, sq.ConcatExpr(sq.Expr(`SELECT m.variable_id, m.tile AS lo, m.tile + `+width(t)+` AS hi
+        FROM `+t.Table+` m
+        WHERE m.variable_id = `+key+` AND m.tile >= ? AND m.tile < ? AND NOT `, lo, hi), u.cond))
+	return sq.ConcatExpr(tileRows(key, t, lo, hi, cols), " AND ", u.cond)
+}
+
+// rawOfOthers is the summary rows of the raw values of the tiles that u did not take in
+// the spans it was asked for: the rows of "values" in each such tile and its packed dots
+// (none in a minute tile: packed days have none), one LATERAL for all of them (a branch
+// per span cost the planner a scan of every chunk of both layouts each: twice the
+// planning time).
+func (u *tileUse) rawOfOthers(cols []string) sq.Sqlizer {
+	parts := []any{`SELECT ` + rawColumns("x.", cols) + `
+    FROM (
+        `}
+	for i, o := range u.others {
+		if i > 0 {
+			parts = append(parts, "\n        UNION ALL\n        ")
+		}
+		parts = append(parts, o)
+	}
+	return sq.ConcatExpr(append(parts, `
+    ) u
+    CROSS JOIN LATERAL (
+      SELECT r.variable_id, r.ts, r.value FROM "values" r
+      WHERE r.variable_id = u.variable_id AND r.ts >= u.lo AND r.ts < u.hi
+      UNION ALL
+      SELECT d.variable_id, d.ts, d.value FROM packed_dots(u.lo, u.hi - INTERVAL '1 microsecond') d
+      WHERE d.variable_id = u.variable_id
+    ) x`)...)
+}
+
+// width is a tier's width as an SQL interval.
+func width(t tiers.Tier) string {
+	return fmt.Sprintf("INTERVAL '%d seconds'", int64(t.Width/time.Second))
 }
 
 // rawSummaries is the summary rows of the raw values of key with a timestamp in

@@ -31,7 +31,10 @@ type signalFixture struct {
 // Asia/Kathmandu; random millisecond ranges, so values outside them shape the edges;
 // a counter with restarts; silences of months; every fill) against E7, E8 and E9 on
 // the real database, first over rows, then with every day packed: timestamps equal,
-// values within 1e-9 relative.
+// values within 1e-9 relative. Both runs read whole tiles wherever their inside has no
+// gap wider than max_gap (the tile path; packed days: quarters and days, no minutes);
+// between them signalPaths replays the E8 and E9 property cases over the raw path and
+// over tiles that are behind.
 func TestSignalAnalytics(t *testing.T) {
 	t.Parallel() // its own account, read-only once seeded
 	var fx signalFixture
@@ -46,6 +49,7 @@ func TestSignalAnalytics(t *testing.T) {
 		ids[n] = v.id
 	}
 	t.Run("rows", func(t *testing.T) { signalCases(t, c, ids, fx) })
+	t.Run("paths", func(t *testing.T) { signalPaths(t, ids, vars, fx) })
 	packVars(t, vars)
 	t.Run("packed", func(t *testing.T) { signalCases(t, c, ids, fx) })
 }
@@ -190,7 +194,8 @@ func checkSignalStatistics(t *testing.T, c *testenv.Client, ids map[string]strin
 }
 
 // TestSignalExplain: explain=sql shows the one statement of a time-aware request
-// (intervals by lead(), the fill by windows), the user's numbers as arguments; an
+// (intervals by lead(), the fill by windows, whole tiles whose longest interval is within
+// max_gap, named in the notes), the user's numbers as arguments; an
 // extended fill by previous gives leading buckets the value before start.
 func TestSignalExplain(t *testing.T) {
 	c := env.Client(t)
@@ -214,6 +219,11 @@ func TestSignalExplain(t *testing.T) {
 	}
 	if strings.Contains(sqlOnly.SQL, "1234") || !strings.Contains(string(r.Body), "1234500") {
 		t.Fatalf("max_gap must travel as an argument: %s", r.Body)
+	}
+	// the range holds whole quarters: the tile path, which the notes name
+	if !strings.Contains(sqlOnly.SQL, "m.longest_ms::float8 <= ?::float8") || !strings.Contains(string(r.Body), "time-aware over tiles") ||
+		!strings.Contains(string(r.Body), "value_quarters: whole tiles") {
+		t.Fatalf("explain=sql shows no tile path: %s", r.Body)
 	}
 	// Values at 22:13:20 and 01:00:00 (UTC): from start (23:13:20) the signal is
 	// defined until the last value, not beyond it (nothing is extrapolated), so

@@ -40,10 +40,18 @@ func rollupDrift(t *testing.T) (drift, rollups int) {
 			       CASE WHEN max(abs(value)) <= 1e150 AND NOT bool_or(value <> 0 AND abs(value) < 1e-100) -- no spread beyond: it would overflow or underflow
 			           THEN var_pop(value - lo) FILTER (WHERE abs(value) <= 1e150 AND abs(lo) <= 1e150) * count(*) END AS m2, min(ts) AS first_ts, max(ts) AS last_ts,
 			       (array_agg(value ORDER BY ts))[1] AS first_value, (array_agg(value ORDER BY ts DESC))[1] AS last_value,
-			       (array_agg(ts ORDER BY value, ts))[1] AS min_ts, (array_agg(ts ORDER BY value DESC, ts))[1] AS max_ts
-			FROM (SELECT x.*, time_bucket(?::interval, x.ts) AS tile,
-			             min(x.value) OVER (PARTITION BY x.variable_id, time_bucket(?::interval, x.ts)) AS lo
-			      FROM `+driftSource(tier)+` x) x
+			       (array_agg(ts ORDER BY value, ts))[1] AS min_ts, (array_agg(ts ORDER BY value DESC, ts))[1] AS max_ts,
+			       -- the signal inside (time-aware aggregations), unless a value lies beyond the spread's limits
+			       CASE WHEN bool_and(ok) THEN coalesce(sum(pv * dt) FILTER (WHERE ok AND pok), 0) END AS area_locf,
+			       CASE WHEN bool_and(ok) THEN coalesce(sum((pv + value) / 2 * dt) FILTER (WHERE ok AND pok), 0) END AS area_linear,
+			       CASE WHEN bool_and(ok) THEN coalesce(sum(CASE WHEN value < pv THEN value ELSE value - pv END) FILTER (WHERE ok AND pok), 0) END AS increase,
+			       CASE WHEN bool_and(ok) THEN coalesce(max(dt), 0) END AS longest_ms
+			FROM (SELECT x.*, (x.value = 0 OR abs(x.value) BETWEEN 1e-100 AND 1e150) AS ok, (x.pv = 0 OR abs(x.pv) BETWEEN 1e-100 AND 1e150) AS pok
+			      FROM (SELECT x.*, time_bucket(?::interval, x.ts) AS tile,
+			                   min(x.value) OVER (PARTITION BY x.variable_id, time_bucket(?::interval, x.ts)) AS lo,
+			                   lag(x.value) OVER d AS pv, (extract(epoch FROM x.ts - lag(x.ts) OVER d) * 1000)::bigint AS dt
+			            FROM `+driftSource(tier)+` x
+			            WINDOW d AS (PARTITION BY x.variable_id, time_bucket(?::interval, x.ts) ORDER BY x.ts)) x) x
 			GROUP BY 1, 2
 		)
 		SELECT count(*) FILTER (WHERE t.n IS DISTINCT FROM m.n OR t.min IS DISTINCT FROM m.min
@@ -54,11 +62,16 @@ func rollupDrift(t *testing.T) (drift, rollups int) {
 		                          OR (t.m2 IS NULL) <> (m.m2 IS NULL) OR abs(t.m2 - m.m2) > 1e-9 * greatest(1, t.m2)
 		                          OR t.first_ts IS DISTINCT FROM m.first_ts OR t.last_ts IS DISTINCT FROM m.last_ts
 		                          OR t.first_value IS DISTINCT FROM m.first_value OR t.last_value IS DISTINCT FROM m.last_value
-		                          OR t.min_ts IS DISTINCT FROM m.min_ts OR t.max_ts IS DISTINCT FROM m.max_ts),
+		                          OR t.min_ts IS DISTINCT FROM m.min_ts OR t.max_ts IS DISTINCT FROM m.max_ts
+		                          OR t.longest_ms IS DISTINCT FROM m.longest_ms
+		                          OR CASE WHEN t.longest_ms IS NOT NULL AND m.longest_ms IS NOT NULL -- values within ±1e150: no overflow
+		                              THEN abs(t.area_locf - m.area_locf) > 1e-9 * (abs(t.area_locf) + greatest(abs(t.min), abs(t.max), 1) * ?)
+		                                OR abs(t.area_linear - m.area_linear) > 1e-9 * (abs(t.area_linear) + greatest(abs(t.min), abs(t.max), 1) * ?)
+		                                OR abs(t.increase - m.increase) > 1e-9 * (abs(t.increase) + greatest(abs(t.min), abs(t.max), 1) * t.n) END),
 		       count(m.n)
 		FROM truth t FULL JOIN `+tier.Table+` m USING (variable_id, tile)
 		LEFT JOIN variables v ON v.id = variable_id
-		WHERE `+tileComplete(tier, "tile"), width, width).
+		WHERE `+tileComplete(tier, "tile"), width, width, width, tier.Width.Milliseconds(), tier.Width.Milliseconds()).
 			Scan(context.Background(), &d, &n)
 		if err != nil {
 			t.Fatal(err)

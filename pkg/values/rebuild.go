@@ -3,6 +3,7 @@ package values
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -97,7 +98,7 @@ func checkTilesSQL(i int) string {
 	t := tiers.All[i]
 	return `SELECT coalesce(r.tile, m.tile), r.n, m.n
 FROM (` + rawTileSQL(interval(t), checkSource(i), `x.variable_id = $1 AND x.ts >= $2`) + `) AS r(variable_id, tile, n, sum, min, max, ks, m2,
-      first_ts, first_value, last_ts, last_value, min_ts, max_ts)
+      first_ts, first_value, last_ts, last_value, min_ts, max_ts, area_locf, area_linear, increase, longest_ms)
 FULL JOIN (SELECT * FROM ` + t.Table + ` WHERE variable_id = $1 AND tile >= $2) m USING (tile)
 WHERE ` + checkedTiles(i) + `(r.n IS DISTINCT FROM m.n OR r.min IS DISTINCT FROM m.min OR r.max IS DISTINCT FROM m.max
    OR r.first_ts IS DISTINCT FROM m.first_ts OR r.first_value IS DISTINCT FROM m.first_value
@@ -106,9 +107,17 @@ WHERE ` + checkedTiles(i) + `(r.n IS DISTINCT FROM m.n OR r.min IS DISTINCT FROM
    OR abs(r.sum - m.sum) > 1e-9 * greatest(abs(r.sum), abs(m.sum), 1)
    OR (r.m2 IS NULL) <> (m.m2 IS NULL)
    OR abs(r.m2 - m.m2) > 1e-9 * greatest(r.m2, m.m2) + 1e-12 * greatest(abs(r.min), abs(r.max), 1) ^ 2
-   OR abs(r.ks - m.ks) > 1e-9 * greatest(abs(r.ks), abs(m.ks)) + 1e-12 * greatest(abs(r.min), abs(r.max), 1))
+   OR abs(r.ks - m.ks) > 1e-9 * greatest(abs(r.ks), abs(m.ks)) + 1e-12 * greatest(abs(r.min), abs(r.max), 1)
+   OR r.longest_ms IS DISTINCT FROM m.longest_ms
+   OR CASE WHEN r.longest_ms IS NOT NULL AND m.longest_ms IS NOT NULL -- values within ±1e150: no overflow
+       THEN abs(r.area_locf - m.area_locf) > 1e-9 * (abs(r.area_locf) + greatest(abs(r.min), abs(r.max), 1) * ` + widthMs(i) + `)
+         OR abs(r.area_linear - m.area_linear) > 1e-9 * (abs(r.area_linear) + greatest(abs(r.min), abs(r.max), 1) * ` + widthMs(i) + `)
+         OR abs(r.increase - m.increase) > 1e-9 * (abs(r.increase) + greatest(abs(r.min), abs(r.max), 1) * r.n) END)
 ORDER BY 1 LIMIT 1000`
 }
+
+// widthMs is tier i's width in ms as SQL text.
+func widthMs(i int) string { return strconv.FormatInt(tiers.All[i].WidthMs(), 10) }
 
 // checkedTiles is the condition on the tiles checkTilesSQL compares: those that end by
 // the variable's mark, which are complete (rollupmark.go).

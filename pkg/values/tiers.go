@@ -48,6 +48,10 @@ type tileSums struct {
 	firstTS, lastTS       []time.Time
 	firstValue, lastValue []float64
 	minTS, maxTS          []time.Time
+	// the signal inside the tile (time-aware aggregations): NaN and -1 (stored as NULL)
+	// when a value lies outside the spread's limits
+	areaLocf, areaLinear, increase []float64
+	longest                        []int64
 }
 
 // spreadLimit is the largest magnitude whose spread is kept: a square beyond it would
@@ -120,16 +124,83 @@ func (s *tileSums) add(variable, tile int64, rows []Row) {
 	s.firstTS, s.firstValue = append(s.firstTS, time.UnixMilli(first.TS).UTC()), append(s.firstValue, first.Value)
 	s.lastTS, s.lastValue = append(s.lastTS, time.UnixMilli(last.TS).UTC()), append(s.lastValue, last.Value)
 	s.minTS, s.maxTS = append(s.minTS, time.UnixMilli(lo.TS).UTC()), append(s.maxTS, time.UnixMilli(hi.TS).UTC())
+	in := signalInside(rows, lo.Value, hi.Value)
+	s.areaLocf, s.areaLinear = append(s.areaLocf, in.locf), append(s.areaLinear, in.linear)
+	s.increase, s.longest = append(s.increase, in.increase), append(s.longest, in.longest)
+}
+
+// inside is the signal between a tile's own dots (sql/20261204000001_tile_signal.up.sql):
+// the areas of the held and the interpolated signal (value·ms), the counter's increase
+// after the first dot, the longest interval (ms).
+type inside struct {
+	locf, linear, increase float64
+	longest                int64
+}
+
+// signalInside is the inside of a tile of rows (sorted by ts, min lo and max hi): NaN
+// and -1 when a value lies outside the spread's limits, as for the spread.
+func signalInside(rows []Row, lo, hi float64) inside {
+	if math.Abs(lo) > spreadLimit || math.Abs(hi) > spreadLimit || slices.ContainsFunc(rows, tiny) {
+		return inside{math.NaN(), math.NaN(), math.NaN(), -1}
+	}
+	var in inside
+	for i := 1; i < len(rows); i++ {
+		p, r := rows[i-1], rows[i]
+		dt := float64(r.TS - p.TS)
+		in.locf += p.Value * dt
+		in.linear += (p.Value + r.Value) * dt / 2
+		in.increase += counterStep(p.Value, r.Value)
+		in.longest = max(in.longest, r.TS-p.TS)
+	}
+	return in
+}
+
+// counterStep is a value's contribution to a counter's increase after the value prev:
+// the difference, or the value itself after a restart (it fell).
+func counterStep(prev, v float64) float64 {
+	if v >= prev {
+		return v - prev
+	}
+	return v
 }
 
 // args are the statement arguments of addTilesSQL.
 func (s tileSums) args() []any {
 	return []any{s.vars, s.tiles, s.n, s.sum, s.min, s.max, s.ks, s.m2,
-		s.firstTS, s.firstValue, s.lastTS, s.lastValue, s.minTS, s.maxTS}
+		s.firstTS, s.firstValue, s.lastTS, s.lastValue, s.minTS, s.maxTS,
+		s.areaLocf, s.areaLinear, s.increase, s.longest}
 }
 
 // tileColumns are the columns every tier has, in this order.
-const tileColumns = `variable_id, tile, n, sum, min, max, ks, m2, first_ts, first_value, last_ts, last_value, min_ts, max_ts`
+const tileColumns = `variable_id, tile, n, sum, min, max, ks, m2, first_ts, first_value, last_ts, last_value, min_ts, max_ts,
+    area_locf, area_linear, increase, longest_ms`
+
+// signalColumns are the tile's inside (tileColumns' last four), NULL together.
+var signalColumns = []string{"area_locf", "area_linear", "increase", "longest_ms"}
+
+// epochMs is SQL for a timestamptz column as epoch milliseconds (exact for the whole
+// milliseconds stored).
+func epochMs(col string) string { return "round(date_part('epoch', " + col + ") * 1000)::bigint" }
+
+// joinedInside is SQL for the inside of two parts of a tile, a and b (aliases of rows with
+// tileColumns), a's dots all before b's: each part's inside and the interval from a's last
+// dot to b's first. NULL when either part's is; the arithmetic runs only when both are
+// known (every value within the spread's limits: nothing overflows). Columns: signalColumns.
+func joinedInside(a, b string) []string {
+	dt := "(" + epochMs(b+".first_ts") + " - " + epochMs(a+".last_ts") + ")"
+	known := "CASE WHEN " + a + ".longest_ms IS NOT NULL AND " + b + ".longest_ms IS NOT NULL THEN "
+	return []string{
+		known + a + ".area_locf + " + a + ".last_value * " + dt + " + " + b + ".area_locf END",
+		known + a + ".area_linear + (" + a + ".last_value + " + b + ".first_value) * " + dt + " / 2 + " + b + ".area_linear END",
+		known + a + ".increase + " + counterStepSQL(a+".last_value", b+".first_value") + " + " + b + ".increase END",
+		known + "greatest(" + a + ".longest_ms, " + dt + ", " + b + ".longest_ms) END",
+	}
+}
+
+// counterStepSQL is counterStep in SQL.
+func counterStepSQL(prev, v string) string {
+	return "CASE WHEN " + v + " >= " + prev + " THEN " + v + " - " + prev + " ELSE " + v + " END"
+}
 
 // addTilesSQL adds new rows' rollups to their tiles of one tier. The spread merges by
 // Chan et al.'s formula, both parts' shifted sums moved to the new min first (every
@@ -144,10 +215,12 @@ const tileColumns = `variable_id, tile, n, sum, min, max, ks, m2, first_ts, firs
 // keep the earlier timestamp.
 func addTilesSQL(table string) string {
 	return `INSERT INTO ` + table + ` AS m (` + tileColumns + `)
-SELECT v, t, n, s, lo, hi, nullif(k, 'NaN'), nullif(q, 'NaN'), ft, fv, lt, lv, lot, hit
+SELECT v, t, n, s, lo, hi, nullif(k, 'NaN'), nullif(q, 'NaN'), ft, fv, lt, lv, lot, hit,
+       nullif(al, 'NaN'), nullif(ai, 'NaN'), nullif(inc, 'NaN'), nullif(g, -1)
 FROM unnest($1::bigint[], $2::timestamptz[], $3::int[], $4::float8[], $5::float8[], $6::float8[],
             $7::float8[], $8::float8[], $9::timestamptz[], $10::float8[], $11::timestamptz[], $12::float8[],
-            $13::timestamptz[], $14::timestamptz[]) AS u(v, t, n, s, lo, hi, k, q, ft, fv, lt, lv, lot, hit)
+            $13::timestamptz[], $14::timestamptz[], $15::float8[], $16::float8[], $17::float8[], $18::bigint[])
+     AS u(v, t, n, s, lo, hi, k, q, ft, fv, lt, lv, lot, hit, al, ai, inc, g)
 ON CONFLICT (variable_id, tile) DO UPDATE
 SET n = m.n + EXCLUDED.n, sum = ieee_add(m.sum, EXCLUDED.sum),
     min = least(m.min, EXCLUDED.min), max = greatest(m.max, EXCLUDED.max),
@@ -165,7 +238,29 @@ SET n = m.n + EXCLUDED.n, sum = ieee_add(m.sum, EXCLUDED.sum),
     min_ts = CASE WHEN EXCLUDED.min < m.min THEN EXCLUDED.min_ts WHEN EXCLUDED.min > m.min THEN m.min_ts
         ELSE least(m.min_ts, EXCLUDED.min_ts) END,
     max_ts = CASE WHEN EXCLUDED.max > m.max THEN EXCLUDED.max_ts WHEN EXCLUDED.max < m.max THEN m.max_ts
-        ELSE least(m.max_ts, EXCLUDED.max_ts) END`
+        ELSE least(m.max_ts, EXCLUDED.max_ts) END,` + addedInside()
+}
+
+// addedInside is addTilesSQL's SET of the tile's inside: the two parts joined when the new
+// dots all come after the stored ones or all before them, else NULL (the new dots fall
+// between stored ones: fixInterleavedSQL recomputes the tile).
+func addedInside() string {
+	after, before := joinedInside("m", "EXCLUDED"), joinedInside("EXCLUDED", "m")
+	out := make([]string, len(signalColumns))
+	for i, c := range signalColumns {
+		out[i] = "\n    " + c + " = CASE WHEN EXCLUDED.first_ts > m.last_ts THEN " + after[i] +
+			"\n        WHEN EXCLUDED.last_ts < m.first_ts THEN " + before[i] + " END"
+	}
+	return strings.Join(out, ",")
+}
+
+// fixInterleavedSQL recomputes, after addTilesSQL, the tiles of tier i among the added ones
+// ($1, $2: variables and tiles) that it left without an inside although their values lie
+// within the spread's limits (ks): new dots fell between stored ones.
+func fixInterleavedSQL(i int) string {
+	return recomputeTilesFrom(i, `(SELECT m.variable_id, m.tile FROM `+tiers.All[i].Table+` m
+    JOIN unnest($1::bigint[], $2::timestamptz[]) AS u(v, t) ON m.variable_id = u.v AND m.tile = u.t
+    WHERE m.longest_ms IS NULL AND m.ks IS NOT NULL)`)
 }
 
 // Sources of raw values for rawTileSQL, as x: the rows of "values", or both layouts
@@ -189,11 +284,28 @@ func rawTileSQL(width, from, cond string) string {
            THEN sum(value - lo) FILTER (WHERE abs(lo) <= 1e150 AND abs(value) <= 1e150) END,
        CASE WHEN max(abs(value)) <= 1e150 AND NOT bool_or(value <> 0 AND abs(value) < 1e-100)
            THEN var_pop(value - lo) FILTER (WHERE abs(lo) <= 1e150 AND abs(value) <= 1e150) * count(*) END,
-       min(ts), first(value, ts), max(ts), last(value, ts), first(ts, ROW(value, ts)), first(ts, ROW(-value, ts))
+       min(ts), first(value, ts), max(ts), last(value, ts), first(ts, ROW(value, ts)), first(ts, ROW(-value, ts)),
+       ` + rawInside(`max(abs(value)) <= 1e150 AND NOT bool_or(value <> 0 AND abs(value) < 1e-100)`) + `
 FROM (SELECT x.variable_id, time_bucket(INTERVAL '` + width + `', x.ts) AS tile, x.ts, x.value,
-             min(x.value) OVER (PARTITION BY x.variable_id, time_bucket(INTERVAL '` + width + `', x.ts)) AS lo
-      FROM ` + from + ` WHERE ` + cond + `) x
+             min(x.value) OVER (PARTITION BY x.variable_id, time_bucket(INTERVAL '` + width + `', x.ts)) AS lo,
+             lag(x.value) OVER d AS pv, ` + epochMs("x.ts") + ` - ` + epochMs("lag(x.ts) OVER d") + ` AS dt
+      FROM ` + from + ` WHERE ` + cond + `
+      WINDOW d AS (PARTITION BY x.variable_id, time_bucket(INTERVAL '` + width + `', x.ts) ORDER BY x.ts)) x
 GROUP BY variable_id, tile`
+}
+
+// rawInside are rawTileSQL's aggregates of the tile's inside (signalColumns) over dots
+// with their previous value pv and the interval from it dt (NULL for the first dot), all
+// NULL unless known (the spread's limits). The FILTER keeps the sums from overflowing.
+func rawInside(known string) string {
+	const pair = `(value = 0 OR abs(value) BETWEEN 1e-100 AND 1e150) AND (pv = 0 OR abs(pv) BETWEEN 1e-100 AND 1e150)`
+	sum := func(e string) string {
+		return `CASE WHEN ` + known + ` THEN coalesce(sum(` + e + `) FILTER (WHERE ` + pair + `), 0) END`
+	}
+	return sum(`pv * dt`) + `,
+       ` + sum(`(pv + value) * dt / 2`) + `,
+       ` + sum(counterStepSQL("pv", "value")) + `,
+       CASE WHEN ` + known + ` THEN coalesce(max(dt), 0) END`
 }
 
 // mergeTileSQL merges the tiles of table child into tiles of width (an interval
@@ -207,16 +319,35 @@ func mergeTileSQL(child, width, cond string) string {
        CASE WHEN count(*) = count(ks) THEN sum(n * a) END,
        CASE WHEN count(*) = count(ks) THEN sum(m2) + sum(n * power(a - abar, 2)) END,
        min(first_ts), first(first_value, first_ts), max(last_ts), last(last_value, last_ts),
-       first(min_ts, ROW(min, min_ts)), first(max_ts, ROW(-max, max_ts))
+       first(min_ts, ROW(min, min_ts)), first(max_ts, ROW(-max, max_ts)),
+       CASE WHEN count(*) = count(longest_ms) THEN sum(area_locf) + coalesce(sum(j_locf), 0) END,
+       CASE WHEN count(*) = count(longest_ms) THEN sum(area_linear) + coalesce(sum(j_linear), 0) END,
+       CASE WHEN count(*) = count(longest_ms) THEN sum(increase) + coalesce(sum(j_increase), 0) END,
+       CASE WHEN count(*) = count(longest_ms) THEN greatest(max(longest_ms), max(j_longest)) END
 FROM (SELECT y.*, sum(y.n * y.a) OVER w / sum(y.n) OVER w AS abar
       FROM (SELECT c.*, time_bucket(INTERVAL '` + width + `', c.tile) AS parent,
                    -- only where every child has a spread: a child without one holds values
                    -- past 1e150, and the difference of mins could overflow
-                   CASE WHEN count(c.ks) OVER p = count(*) OVER p THEN (c.min - min(c.min) OVER p) + c.ks / c.n END AS a
+                   CASE WHEN count(c.ks) OVER p = count(*) OVER p THEN (c.min - min(c.min) OVER p) + c.ks / c.n END AS a,
+                   ` + junctions() + `
             FROM ` + child + ` c WHERE ` + cond + `
-            WINDOW p AS (PARTITION BY c.variable_id, time_bucket(INTERVAL '` + width + `', c.tile))) y
+            WINDOW p AS (PARTITION BY c.variable_id, time_bucket(INTERVAL '` + width + `', c.tile)),
+                   q AS (PARTITION BY c.variable_id, time_bucket(INTERVAL '` + width + `', c.tile) ORDER BY c.tile)) y
       WINDOW w AS (PARTITION BY y.variable_id, y.parent)) z
 GROUP BY variable_id, parent`
+}
+
+// junctions are mergeTileSQL's columns of the interval from the previous child's last dot
+// to this child's first (window q): what it adds to each of signalColumns (j_locf,
+// j_linear, j_increase, j_longest), when both children's insides are known.
+func junctions() string {
+	prev := func(col string) string { return "lag(c." + col + ") OVER q" }
+	dt := "(" + epochMs("c.first_ts") + " - " + epochMs(prev("last_ts")) + ")"
+	known := "CASE WHEN c.longest_ms IS NOT NULL AND " + prev("longest_ms") + " IS NOT NULL THEN "
+	return known + prev("last_value") + " * " + dt + " END AS j_locf,\n                   " +
+		known + "(" + prev("last_value") + " + c.first_value) * " + dt + " / 2 END AS j_linear,\n                   " +
+		known + counterStepSQL(prev("last_value"), "c.first_value") + " END AS j_increase,\n                   " +
+		known + dt + " END AS j_longest"
 }
 
 // interval is a tier's width as a SQL interval literal's text.
@@ -262,7 +393,9 @@ SELECT * FROM fresh
 ON CONFLICT (variable_id, tile) DO UPDATE
 SET n = EXCLUDED.n, sum = EXCLUDED.sum, min = EXCLUDED.min, max = EXCLUDED.max, ks = EXCLUDED.ks, m2 = EXCLUDED.m2,
     first_ts = EXCLUDED.first_ts, first_value = EXCLUDED.first_value, last_ts = EXCLUDED.last_ts,
-    last_value = EXCLUDED.last_value, min_ts = EXCLUDED.min_ts, max_ts = EXCLUDED.max_ts`
+    last_value = EXCLUDED.last_value, min_ts = EXCLUDED.min_ts, max_ts = EXCLUDED.max_ts,
+    area_locf = EXCLUDED.area_locf, area_linear = EXCLUDED.area_linear, increase = EXCLUDED.increase,
+    longest_ms = EXCLUDED.longest_ms`
 }
 
 // beforeMark is the FROM item and condition that keep, in a statement on tier i's tiles
@@ -284,6 +417,7 @@ func sourceTime(i int) string {
 // The write path's statements per tier, built once (every write batch sends them).
 var (
 	addSQL       = perTier(func(i int) string { return addTilesSQL(tiers.All[i].Table) })
+	fixSQL       = perTier(fixInterleavedSQL)
 	recomputeSQL = perTier(recomputeTilesSQL)
 )
 
@@ -319,7 +453,9 @@ func addQueries(rows []Row, marks map[int64]int64) []*pgx.QueuedQuery {
 	var qs []*pgx.QueuedQuery
 	for i, t := range tiers.All {
 		if before := rowsBefore(rows, marks, t); len(before) > 0 {
-			qs = append(qs, &pgx.QueuedQuery{SQL: addSQL[i], Arguments: sumTiles(before, t).args()})
+			s := sumTiles(before, t)
+			qs = append(qs, &pgx.QueuedQuery{SQL: addSQL[i], Arguments: s.args()},
+				&pgx.QueuedQuery{SQL: fixSQL[i], Arguments: []any{s.vars, s.tiles}})
 		}
 	}
 	return qs

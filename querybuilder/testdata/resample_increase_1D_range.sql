@@ -7,16 +7,103 @@ vars AS (
   FROM req
   JOIN variables v ON v.public_id = req.public_id AND v.account_id = ?
 ),
+zonecheck AS MATERIALIZED (
+  SELECT coalesce(bool_and((s.at AT TIME ZONE ?) - (s.at AT TIME ZONE 'UTC') = make_interval(secs => p.off)), true) AS ok
+  FROM unnest(?::bigint[], ?::bigint[], ?::bigint[]) AS p(lo, hi, off)
+  CROSS JOIN LATERAL (
+    SELECT generate_series(to_timestamp(p.lo / 1000.0), to_timestamp(p.hi / 1000.0), make_interval(secs => ?)) AS at
+    UNION ALL
+    SELECT to_timestamp(p.hi / 1000.0)
+  ) s
+),
 pts AS (
-    SELECT x.variable_id, x.ts, x.value, true AS inr
+    SELECT p.variable_id, p.first_ts AS ts, p.first_value AS value, p.last_ts AS lt, p.last_value AS lv,
+           p.n, p.area_locf AS a0, p.increase AS inc0, true AS inr
+    FROM (
+        SELECT x.variable_id, x.ts AS ts, 1 AS n, x.ts AS first_ts, x.value AS first_value, x.ts AS last_ts, x.value AS last_value, 0::float8 AS area_locf, 0::float8 AS increase
     FROM "values" x
-    WHERE x.variable_id = ANY (ARRAY(SELECT id FROM vars)) AND x.ts >= ? AND x.ts <= ?
+    WHERE x.variable_id = ANY (ARRAY(SELECT id FROM vars WHERE (SELECT ok FROM zonecheck))) AND x.ts >= ? AND x.ts < ?
     UNION ALL
-    SELECT x.variable_id, x.ts, x.value, true AS inr
+    SELECT x.variable_id, x.ts AS ts, 1 AS n, x.ts AS first_ts, x.value AS first_value, x.ts AS last_ts, x.value AS last_value, 0::float8 AS area_locf, 0::float8 AS increase
+    FROM packed_dots(?, ?) x
+    WHERE x.variable_id = ANY (ARRAY(SELECT id FROM vars WHERE (SELECT ok FROM zonecheck))) AND x.ts >= ? AND x.ts < ?
+    UNION ALL
+    SELECT x.variable_id, x.ts AS ts, 1 AS n, x.ts AS first_ts, x.value AS first_value, x.ts AS last_ts, x.value AS last_value, 0::float8 AS area_locf, 0::float8 AS increase
+    FROM "values" x
+    WHERE x.variable_id = ANY (ARRAY(SELECT id FROM vars WHERE (SELECT ok FROM zonecheck))) AND x.ts >= ? AND x.ts <= ?
+    UNION ALL
+    SELECT x.variable_id, x.ts AS ts, 1 AS n, x.ts AS first_ts, x.value AS first_value, x.ts AS last_ts, x.value AS last_value, 0::float8 AS area_locf, 0::float8 AS increase
+    FROM packed_dots(?, ?) x
+    WHERE x.variable_id = ANY (ARRAY(SELECT id FROM vars WHERE (SELECT ok FROM zonecheck))) AND x.ts >= ? AND x.ts <= ?
+    UNION ALL
+    SELECT m.variable_id, m.tile AS ts, m.n, m.first_ts, m.first_value, m.last_ts, m.last_value, m.area_locf, m.increase
+    FROM value_minutes m
+    WHERE m.variable_id = ANY (ARRAY(SELECT id FROM vars WHERE (SELECT ok FROM zonecheck))) AND m.tile >= ? AND m.tile < ? AND m.longest_ms IS NOT NULL
+    UNION ALL
+    SELECT x.variable_id, x.ts AS ts, 1 AS n, x.ts AS first_ts, x.value AS first_value, x.ts AS last_ts, x.value AS last_value, 0::float8 AS area_locf, 0::float8 AS increase
+    FROM packed_dots(?, ?) x
+    WHERE x.variable_id = ANY (ARRAY(SELECT id FROM vars WHERE (SELECT ok FROM zonecheck)))
+    UNION ALL
+    SELECT m.variable_id, m.tile AS ts, m.n, m.first_ts, m.first_value, m.last_ts, m.last_value, m.area_locf, m.increase
+    FROM value_minutes m
+    WHERE m.variable_id = ANY (ARRAY(SELECT id FROM vars WHERE (SELECT ok FROM zonecheck))) AND m.tile >= ? AND m.tile < ? AND m.longest_ms IS NOT NULL
+    UNION ALL
+    SELECT x.variable_id, x.ts AS ts, 1 AS n, x.ts AS first_ts, x.value AS first_value, x.ts AS last_ts, x.value AS last_value, 0::float8 AS area_locf, 0::float8 AS increase
+    FROM packed_dots(?, ?) x
+    WHERE x.variable_id = ANY (ARRAY(SELECT id FROM vars WHERE (SELECT ok FROM zonecheck)))
+    UNION ALL
+    SELECT m.variable_id, m.tile AS ts, m.n, m.first_ts, m.first_value, m.last_ts, m.last_value, m.area_locf, m.increase
+    FROM value_quarters m
+    WHERE m.variable_id = ANY (ARRAY(SELECT id FROM vars WHERE (SELECT ok FROM zonecheck))) AND m.tile >= ? AND m.tile < ? AND m.longest_ms IS NOT NULL
+    UNION ALL
+    SELECT m.variable_id, m.tile AS ts, m.n, m.first_ts, m.first_value, m.last_ts, m.last_value, m.area_locf, m.increase
+    FROM value_quarters m
+    WHERE m.variable_id = ANY (ARRAY(SELECT id FROM vars WHERE (SELECT ok FROM zonecheck))) AND m.tile >= ? AND m.tile < ? AND m.longest_ms IS NOT NULL
+    UNION ALL
+    SELECT m.variable_id, m.tile AS ts, m.n, m.first_ts, m.first_value, m.last_ts, m.last_value, m.area_locf, m.increase
+    FROM value_days m
+    WHERE m.variable_id = ANY (ARRAY(SELECT id FROM vars WHERE (SELECT ok FROM zonecheck))) AND m.tile >= ? AND m.tile < ? AND m.longest_ms IS NOT NULL
+    UNION ALL
+    SELECT x.variable_id, x.ts AS ts, 1 AS n, x.ts AS first_ts, x.value AS first_value, x.ts AS last_ts, x.value AS last_value, 0::float8 AS area_locf, 0::float8 AS increase
+    FROM (
+        SELECT m.variable_id, m.tile AS lo, m.tile + INTERVAL '60 seconds' AS hi
+        FROM value_minutes m
+        WHERE m.variable_id = ANY (ARRAY(SELECT id FROM vars WHERE (SELECT ok FROM zonecheck))) AND m.tile >= ? AND m.tile < ? AND NOT m.longest_ms IS NOT NULL
+        UNION ALL
+        SELECT m.variable_id, m.tile AS lo, m.tile + INTERVAL '60 seconds' AS hi
+        FROM value_minutes m
+        WHERE m.variable_id = ANY (ARRAY(SELECT id FROM vars WHERE (SELECT ok FROM zonecheck))) AND m.tile >= ? AND m.tile < ? AND NOT m.longest_ms IS NOT NULL
+        UNION ALL
+        SELECT m.variable_id, m.tile AS lo, m.tile + INTERVAL '900 seconds' AS hi
+        FROM value_quarters m
+        WHERE m.variable_id = ANY (ARRAY(SELECT id FROM vars WHERE (SELECT ok FROM zonecheck))) AND m.tile >= ? AND m.tile < ? AND NOT m.longest_ms IS NOT NULL
+        UNION ALL
+        SELECT m.variable_id, m.tile AS lo, m.tile + INTERVAL '900 seconds' AS hi
+        FROM value_quarters m
+        WHERE m.variable_id = ANY (ARRAY(SELECT id FROM vars WHERE (SELECT ok FROM zonecheck))) AND m.tile >= ? AND m.tile < ? AND NOT m.longest_ms IS NOT NULL
+        UNION ALL
+        SELECT m.variable_id, m.tile AS lo, m.tile + INTERVAL '86400 seconds' AS hi
+        FROM value_days m
+        WHERE m.variable_id = ANY (ARRAY(SELECT id FROM vars WHERE (SELECT ok FROM zonecheck))) AND m.tile >= ? AND m.tile < ? AND NOT m.longest_ms IS NOT NULL
+    ) u
+    CROSS JOIN LATERAL (
+      SELECT r.variable_id, r.ts, r.value FROM "values" r
+      WHERE r.variable_id = u.variable_id AND r.ts >= u.lo AND r.ts < u.hi
+      UNION ALL
+      SELECT d.variable_id, d.ts, d.value FROM packed_dots(u.lo, u.hi - INTERVAL '1 microsecond') d
+      WHERE d.variable_id = u.variable_id
+    ) x
+    UNION ALL
+    SELECT x.variable_id, x.ts AS ts, 1 AS n, x.ts AS first_ts, x.value AS first_value, x.ts AS last_ts, x.value AS last_value, 0::float8 AS area_locf, 0::float8 AS increase
+    FROM "values" x
+    WHERE x.variable_id = ANY (ARRAY(SELECT id FROM vars WHERE NOT (SELECT ok FROM zonecheck))) AND x.ts >= ? AND x.ts <= ?
+    UNION ALL
+    SELECT x.variable_id, x.ts AS ts, 1 AS n, x.ts AS first_ts, x.value AS first_value, x.ts AS last_ts, x.value AS last_value, 0::float8 AS area_locf, 0::float8 AS increase
     FROM packed_dots(?::timestamptz, ?::timestamptz) x
-    WHERE x.variable_id = ANY (ARRAY(SELECT id FROM vars)) AND x.ts >= ? AND x.ts <= ?
+    WHERE x.variable_id = ANY (ARRAY(SELECT id FROM vars WHERE NOT (SELECT ok FROM zonecheck))) AND x.ts >= ? AND x.ts <= ?
+    ) p
     UNION ALL
-    SELECT e.*
+    SELECT e.variable_id, e.ts, e.value, e.ts, e.value, 1, 0::float8, 0::float8, e.inr
     FROM (SELECT DISTINCT id FROM (SELECT id FROM vars) i) v
     CROSS JOIN LATERAL (
       (SELECT * FROM (
@@ -30,12 +117,13 @@ pts AS (
       (SELECT * FROM (
         (SELECT variable_id, ts, value, false AS inr FROM "values" WHERE variable_id = v.id AND ts > ?::timestamptz ORDER BY ts LIMIT 1)
         UNION ALL
-        (SELECT variable_id, ts, value, false AS inr
-         FROM packed_dots(?::timestamptz + interval '1 microsecond', (SELECT max(day) + interval '1 day' - interval '1 microsecond'
-           FROM (SELECT day FROM values_packed WHERE variable_id = v.id AND day >= time_bucket(interval '1 day', ?::timestamptz)
-                 ORDER BY day LIMIT 2) d))
-         WHERE variable_id = v.id
-         ORDER BY ts LIMIT 1)
+        (SELECT x.variable_id, x.ts, x.value, false AS inr
+         FROM (SELECT max(day) + interval '1 day' - interval '1 microsecond' AS last
+               FROM (SELECT day FROM values_packed WHERE variable_id = v.id AND day >= time_bucket(interval '1 day', ?::timestamptz)
+                     ORDER BY day LIMIT 2) d) b
+         CROSS JOIN LATERAL packed_dots(?::timestamptz + interval '1 microsecond', b.last) x
+         WHERE x.variable_id = v.id
+         ORDER BY x.ts LIMIT 1)
       ) a ORDER BY ts LIMIT 1)
     ) e
 ),
@@ -55,10 +143,10 @@ origin AS MATERIALIZED (
     ORDER BY tile LIMIT 1)) f) fp
 ),
 sig AS (
-  SELECT w.*, greatest(w.ts, w.lo) AS l, CASE WHEN w.ts1 IS NOT NULL THEN least(w.ts1, w.hi) END AS r
+  SELECT w.*, greatest(w.lt, w.lo) AS l, CASE WHEN w.ts1 IS NOT NULL THEN least(w.ts1, w.hi) END AS r
   FROM (
-    SELECT p.variable_id, p.ts, p.value AS v, p.inr,
-           lag(p.value) OVER w AS pv, lead(p.ts) OVER w AS ts1, lead(p.value) OVER w AS v1,
+    SELECT p.variable_id, p.ts, p.lt, p.value AS fv, p.lv AS v, p.inr, p.n, p.a0, p.inc0,
+           lag(p.lv) OVER w AS pv, lead(p.ts) OVER w AS ts1, lead(p.value) OVER w AS v1,
            ?::timestamptz AS lo, ?::timestamptz AS hi
     FROM pts p
     WINDOW w AS (PARTITION BY p.variable_id ORDER BY p.ts)
@@ -67,8 +155,8 @@ sig AS (
 buckets AS (
   SELECT vars.ord, b.key, ieee_finite(CASE WHEN nv > 0 THEN coalesce(inc, 0) END) AS value
   FROM (
-    SELECT c.variable_id, c.key, sum(c.inc) AS inc, count(*) AS nv
-    FROM (SELECT pts.variable_id, ((SELECT day FROM origin) + ((pts.ts AT TIME ZONE ?)::date - (SELECT day FROM origin)) / ? * ?)::timestamp AS key, CASE WHEN pv IS NULL THEN 0 WHEN v >= pv THEN v - pv ELSE v END AS inc FROM sig pts WHERE pts.inr) c
+    SELECT c.variable_id, c.key, sum(c.inc) AS inc, sum(c.n) AS nv
+    FROM (SELECT pts.variable_id, pts.n, ((SELECT day FROM origin) + ((pts.ts AT TIME ZONE ?)::date - (SELECT day FROM origin)) / ? * ?)::timestamp AS key, inc0 + CASE WHEN pv IS NULL THEN 0 WHEN fv >= pv THEN fv - pv ELSE fv END AS inc FROM sig pts WHERE pts.inr) c
     GROUP BY 1, 2
   ) b
   JOIN vars ON vars.id = b.variable_id
