@@ -88,6 +88,7 @@ func signalCases(t *testing.T, c *testenv.Client, ids map[string]string, fx sign
 	run := func(t *testing.T, path string, cases []parityCase) {
 		for _, pc := range cases {
 			t.Run(pc.Name, func(t *testing.T) {
+				c := parallelCase(t, c)
 				body, _ := withIDs(pc.Body, ids)
 				got := signalPost(t, c, path, body)
 				if err := sameResults(decodeNumbers(t, pc.Expected), decodeNumbers(t, got)); err != nil {
@@ -100,7 +101,7 @@ func signalCases(t *testing.T, c *testenv.Client, ids map[string]string, fx sign
 	t.Run("aggregation", func(t *testing.T) { run(t, aggregationPath, fx.Aggregation) })
 	t.Run("statistics", func(t *testing.T) {
 		for _, pc := range fx.Statistics {
-			t.Run(pc.Name, func(t *testing.T) { checkSignalStatistics(t, c, ids, pc) })
+			t.Run(pc.Name, func(t *testing.T) { checkSignalStatistics(t, parallelCase(t, c), ids, pc) })
 		}
 	})
 	t.Run("property", func(t *testing.T) {
@@ -110,7 +111,7 @@ func signalCases(t *testing.T, c *testenv.Client, ids map[string]string, fx sign
 		for _, pc := range fx.Property {
 			switch pc.Kind {
 			case "statistics":
-				t.Run(pc.Name, func(t *testing.T) { checkSignalStatistics(t, c, ids, pc.parityCase) })
+				t.Run(pc.Name, func(t *testing.T) { checkSignalStatistics(t, parallelCase(t, c), ids, pc.parityCase) })
 			case "resample":
 				run(t, resamplePath, []parityCase{pc.parityCase})
 			default:
