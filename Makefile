@@ -14,7 +14,7 @@ export GOFLAGS ?= -trimpath
 GO ?= go
 BIN := bin/sensorapi
 
-.PHONY: run reset build test test-race test-ha test-tools console-deps prepare vet lint lint-openapi bench bench-tiers bench-sql bench-import bench-csv bench-storage bench-fleet bench-mqtt fuzz fuzz-short loadtest image clean
+.PHONY: run reset build test test-race test-ha test-tools console-deps prepare vet lint lint-openapi bench bench-bulkold bench-tiers bench-sql bench-import bench-csv bench-storage bench-fleet bench-mqtt fuzz fuzz-short loadtest image clean
 
 ## run: build and serve on :8080 (starts TimescaleDB itself without DATABASE_URL: the
 ## container $(DATA_VOLUME), stopped on exit and started again next time, with its data
@@ -103,6 +103,11 @@ test-ha:
 ## to their floors, and the tiers workload (bench-tiers)
 bench: prepare
 	$(GO) run ./cmd/sensorbench
+
+## bench-bulkold: issue 46's bulk collections of months-old data (days not packed, and
+## into packed days) next to one connection's unnest upsert of the same dots; also in bench
+bench-bulkold: prepare
+	$(GO) run ./cmd/sensorbench -only bulkold
 
 ## bench-tiers: issue 17's analytics cases over a week of 100 variables and a year of one
 ## at 10 s (written with sensorapi load), next to hand-written SQL over the raw values,

@@ -45,16 +45,10 @@ func benchCollections(ctx context.Context, h *benchharness.Harness, d time.Durat
 	if err != nil {
 		return fmt.Errorf("collections naive floor: %w", err)
 	}
-	acct, tok, err := h.NewAccount(ctx, "collections")
+	acct, ids, client, err := collectionAccount(ctx, h, "collections")
 	if err != nil {
 		return err
 	}
-	ids, err := collectionVariables(ctx, h, acct, tok)
-	if err != nil {
-		return err
-	}
-	client := &loadgen.Client{HTTP: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: collectionsClients}},
-		URL: h.URL, Token: tok}
 	rss := h.SampleRSS()
 	send := func(ctx context.Context, first int, ts int64) error {
 		return client.Do(ctx, http.MethodPost, "/api/v1.6/collections/values", collectionBody(ids, first, ts))
@@ -62,11 +56,11 @@ func benchCollections(ctx context.Context, h *benchharness.Harness, d time.Durat
 	// current data (what a gateway buffered a moment ago: past the rollup marks, so no
 	// tile is written), then late data, ten minutes old: before the marks, so the write
 	// keeps its tiles too
-	current := runRequests(ctx, d, len(ids), time.Now(), send)
-	late := runRequests(ctx, d, len(ids), time.Now().Add(-10*time.Minute), send)
+	current := runRequests(ctx, collectionsClients, d, len(ids), time.Now(), send)
+	late := runRequests(ctx, collectionsClients, d, len(ids), time.Now().Add(-10*time.Minute), send)
 	// and history, three months old: before every mark, on days the packer may have
 	// packed, so the write looks for packed days (once per batch) before it upserts
-	old := runRequests(ctx, d, len(ids), time.Now().AddDate(0, -3, 0), send)
+	old := runRequests(ctx, collectionsClients, d, len(ids), time.Now().AddDate(0, -3, 0), send)
 	peak := rss.Stop()
 	stored, err := storedDots(ctx, h, acct)
 	if err != nil {
@@ -108,7 +102,7 @@ func naiveBulkFloor(ctx context.Context, h *benchharness.Harness, d time.Duratio
 		return nil, err
 	}
 	defer pool.Close()
-	return runRequests(ctx, d, n, time.Now(), func(ctx context.Context, first int, ts int64) error {
+	return runRequests(ctx, collectionsClients, d, n, time.Now(), func(ctx context.Context, first int, ts int64) error {
 		ids, tss, vals := make([]int64, 0, collectionsDots), make([]time.Time, 0, collectionsDots), make([]float64, 0, collectionsDots)
 		lastIDs, lastVals := make([]int64, collectionsBlock), make([]float64, collectionsBlock)
 		last := time.UnixMilli(ts + collectionsPoints - 1)
@@ -129,6 +123,21 @@ func naiveBulkFloor(ctx context.Context, h *benchharness.Harness, d time.Duratio
 			return err
 		})
 	}), nil
+}
+
+// collectionAccount creates an account with collectionVariables, and a client of it
+// for collectionsClients workers.
+func collectionAccount(ctx context.Context, h *benchharness.Harness, name string) (int64, []string, *loadgen.Client, error) {
+	acct, tok, err := h.NewAccount(ctx, name)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	ids, err := collectionVariables(ctx, h, acct, tok)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	return acct, ids, &loadgen.Client{HTTP: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: collectionsClients}},
+		URL: h.URL, Token: tok}, nil
 }
 
 // collectionVariables creates the account's devices and variables (one dot each, in
@@ -153,32 +162,37 @@ func collectionBody(ids []string, first int, ts int64) []byte {
 	b := []byte{'['}
 	for i := range collectionsBlock {
 		for p := range int64(collectionsPoints) {
-			if len(b) > 1 {
-				b = append(b, ',')
-			}
-			b = append(b, `{"variable":"`...)
-			b = append(b, ids[first+i]...)
-			b = append(b, `","value":`...)
-			b = strconv.AppendFloat(b, collectionValue(ts+p, i), 'g', -1, 64)
-			b = append(b, `,"timestamp":`...)
-			b = strconv.AppendInt(b, ts+p, 10)
-			b = append(b, '}')
+			b = appendCollectionDot(b, ids[first+i], collectionValue(ts+p, i), ts+p)
 		}
 	}
 	return append(b, ']')
 }
 
+// appendCollectionDot appends one dot of a collection body (b starts with its '[').
+func appendCollectionDot(b []byte, id string, v float64, ts int64) []byte {
+	if len(b) > 1 {
+		b = append(b, ',')
+	}
+	b = append(b, `{"variable":"`...)
+	b = append(b, id...)
+	b = append(b, `","value":`...)
+	b = strconv.AppendFloat(b, v, 'g', -1, 64)
+	b = append(b, `,"timestamp":`...)
+	b = strconv.AppendInt(b, ts, 10)
+	return append(b, '}')
+}
+
 func collectionValue(ts int64, i int) float64 { return float64((ts+int64(i))%1000) / 10 }
 
-// runRequests sends requests from collectionsClients workers for d. Request k writes
+// runRequests sends requests from workers for d. Request k writes
 // the block k mod (n / collectionsBlock) of collectionsBlock consecutive variables, so
 // that requests in flight together rarely share a variable (and when they do, share
 // all of them, in the same order: no deadlock in the floor), at timestamps of its own:
 // collectionsPoints milliseconds from base + k·collectionsPoints.
-func runRequests(ctx context.Context, d time.Duration, n int, from time.Time, send func(ctx context.Context, first int, ts int64) error) *fleetResult {
+func runRequests(ctx context.Context, workers int, d time.Duration, n int, from time.Time, send func(ctx context.Context, first int, ts int64) error) *fleetResult {
 	var k atomic.Int64
 	base := from.UnixMilli()
-	return runTimed(ctx, collectionsClients, d, func(int) func(context.Context) error {
+	return runTimed(ctx, workers, d, func(int) func(context.Context) error {
 		return func(ctx context.Context) error {
 			i := k.Add(1)
 			return send(ctx, int(i%int64(n/collectionsBlock))*collectionsBlock, base+i*collectionsPoints)

@@ -388,10 +388,15 @@ func runTimed(ctx context.Context, workers int, d time.Duration, worker func(w i
 		}()
 	}
 	wg.Wait()
-	res.elapsed = time.Since(start)
-	res.messages = int64(len(res.latencies))
-	slices.Sort(res.latencies)
-	return &res
+	return res.done(start)
+}
+
+// done closes a run that started at start: its time, count and sorted latencies.
+func (r *fleetResult) done(start time.Time) *fleetResult {
+	r.elapsed = time.Since(start)
+	r.messages = int64(len(r.latencies))
+	slices.Sort(r.latencies)
+	return r
 }
 
 func printFleet(name string, r *fleetResult) {

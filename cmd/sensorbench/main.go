@@ -24,7 +24,7 @@ func main() {
 	fleet := flag.Duration("fleet-duration", 20*time.Second, "how long each side of the fleet and collections benchmarks runs")
 	tiersScale := flag.Float64("tiers-scale", 1, "fraction of the tiers and sql workloads' week and year to load (for a quick trial)")
 	csvPoints := flag.Int("csv-points", 10_000_000, "values of the CSV export's variable when the analytics series is not loaded (-only csv)")
-	only := flag.String("only", "", "run one workload: ingest (with collections), collections, fleet, mqtt, analytics, csv, storage, tiers, sql or import (default: all)")
+	only := flag.String("only", "", "run one workload: ingest (with collections), collections, bulkold, fleet, mqtt, analytics, csv, storage, tiers, sql or import (default: all)")
 	flag.IntVar(&importRows, "import-rows", 10_000_000, "rows of the history import benchmark (one variable)")
 	flag.IntVar(&fleetEvents, "fleet-events", fleetEventsDefault(),
 		"active events over the fleet's variables during the fleet benchmark (SENSORAPI_BENCH_FLEET_EVENTS; 0: none)")
@@ -64,6 +64,11 @@ func run(ctx context.Context, only string, ingestDots, seriesPoints, csvPoints i
 	}
 	if only == "" || only == "ingest" || only == "collections" {
 		if err := benchCollections(ctx, h, fleet); err != nil {
+			return err
+		}
+	}
+	if only == "" || only == "bulkold" {
+		if err := benchBulkOld(ctx, h, fleet); err != nil {
 			return err
 		}
 	}
