@@ -16,6 +16,7 @@ import (
 // the tiles stay exact, the catch-up job builds such tiles, and a synthetic expression
 // has no value where its arithmetic passes it.
 func TestSumsPastTheLargestDouble(t *testing.T) {
+	scope := newDriftScope(t)
 	ctx := context.Background()
 	c, _ := freshClient(t)
 	old := time.Now().Add(-72 * time.Hour).Truncate(time.Hour).UnixMilli()
@@ -29,7 +30,7 @@ func TestSumsPastTheLargestDouble(t *testing.T) {
 	if _, err := (&values.Store{Pool: env.DB.Pool}).CatchUp(ctx, time.UnixMilli(now+120_000)); err != nil {
 		t.Fatalf("CatchUp over tiles whose sums pass the largest double: %v", err)
 	}
-	if drift, _ := rollupDrift(t); drift != 0 {
+	if drift, _ := rollupDrift(t, scope); drift != 0 {
 		t.Fatalf("%d tiles differ from their values", drift)
 	}
 

@@ -35,8 +35,7 @@ type parityCase struct {
 // zone (gen.py lists the few where pandas itself raises). Cases whose zone has other tz
 // rules in the database than in the fixture are skipped (see tzRules).
 func TestResampleParity(t *testing.T) {
-	t.Parallel() // its own account, read-only once seeded; run last, so the whole-database
-	// rollup checks of the tests before it (rollupDrift) need not scan its data
+	t.Parallel() // its own account, read-only once seeded
 	fx := loadParity(t, "fixtures.json")
 	sweep := loadParity(t, "sweep.json")
 	c := env.Client(t).As(env.NewAccount(t))

@@ -19,6 +19,7 @@ import (
 // every tile before the mark exact; E7 answers equal the raw values' before and after
 // each step; the packer leaves a day past the mark alone (its values build its tiles).
 func TestTilesFollowTheMark(t *testing.T) {
+	scope := newDriftScope(t)
 	ctx := context.Background()
 	c := env.Client(t).As(env.NewAccount(t))
 	st := &values.Store{Pool: env.DB.Pool}
@@ -62,7 +63,7 @@ func TestTilesFollowTheMark(t *testing.T) {
 	}
 	check := func(step string) {
 		t.Helper()
-		if drift, _ := rollupDrift(t); drift != 0 {
+		if drift, _ := rollupDrift(t, scope); drift != 0 {
 			t.Fatalf("after %s: %d tiles differ from the values", step, drift)
 		}
 		for _, r := range [][2]int64{{m0 - 90*60_000 + 123, m0 + 53*3600_000 - 7}, {m0 - 7*60_000, m0 + 31*60_000 + 5}, {m0 + 10*60_000, m0 + 3*day}} {

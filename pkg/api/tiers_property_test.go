@@ -61,8 +61,7 @@ var tiersSummaryAggs = []string{"first", "last", "min", "max", "count", "sum", "
 var tiersAggs = []string{"mean", "min", "max", "count", "sum"}
 
 func TestTiersProperty(t *testing.T) {
-	t.Parallel() // its own account, read-only once seeded; run last, so the whole-database
-	// rollup checks of the tests before it (rollupDrift) need not scan its data
+	t.Parallel() // its own account, read-only once seeded
 	var fx tiersFixture
 	loadFixture(t, "testdata/tiers/fixtures.json", &fx)
 	if len(fx.Statistics) == 0 || len(fx.Resample) == 0 || len(fx.Aggregation) == 0 {
