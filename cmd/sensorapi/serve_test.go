@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -150,18 +151,27 @@ func httpDo(t *testing.T, base, method, path, tok, body string) (int, string) {
 
 func waitReady(t *testing.T, url string) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
+	// A hang detector, not a timing bound: on a loaded 2-core machine (make test runs
+	// two packages at a time, each with its database) a server took more than 60 s to
+	// answer ready after printing its token.
+	const patience = 3 * time.Minute
+	deadline := time.Now().Add(patience)
+	last := "no answer"
 	for time.Now().Before(deadline) {
 		resp, err := http.Get(url + "/readyz")
-		if err == nil {
+		if err != nil {
+			last = err.Error()
+		} else {
+			body, _ := io.ReadAll(resp.Body)
 			_ = resp.Body.Close()
 			if resp.StatusCode == 200 {
 				return
 			}
+			last = fmt.Sprintf("%d %s", resp.StatusCode, body)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	t.Fatalf("%s not ready within 60 s", url)
+	t.Fatalf("%s not ready within %v; last answer: %s", url, patience, last)
 }
 
 // TestAccountCreatePrintsOnlyToken: stdout is the token alone, usable at once.
