@@ -31,17 +31,9 @@ pts AS (
     FROM value_minutes m
     WHERE m.variable_id = ANY (ARRAY(SELECT id FROM vars)) AND m.tile >= ? AND m.tile < ?
     UNION ALL
-    SELECT x.variable_id, x.ts AS ts, 1 AS n, x.value AS sum, x.value AS min, x.value AS max, CASE WHEN abs(x.value) <= 1e150 AND (x.value = 0 OR abs(x.value) >= 1e-100) THEN 0::float8 END AS ks, CASE WHEN abs(x.value) <= 1e150 AND (x.value = 0 OR abs(x.value) >= 1e-100) THEN 0::float8 END AS m2, x.ts AS first_ts, x.value AS first_value, x.ts AS last_ts, x.value AS last_value, x.ts AS min_ts, x.ts AS max_ts
-    FROM packed_dots(?, ?) x
-    WHERE x.variable_id = ANY (ARRAY(SELECT id FROM vars))
-    UNION ALL
     SELECT m.variable_id, m.tile AS ts, m.n, m.sum, m.min, m.max, m.ks, m.m2, m.first_ts, m.first_value, m.last_ts, m.last_value, m.min_ts, m.max_ts
     FROM value_minutes m
     WHERE m.variable_id = ANY (ARRAY(SELECT id FROM vars)) AND m.tile >= ? AND m.tile < ?
-    UNION ALL
-    SELECT x.variable_id, x.ts AS ts, 1 AS n, x.value AS sum, x.value AS min, x.value AS max, CASE WHEN abs(x.value) <= 1e150 AND (x.value = 0 OR abs(x.value) >= 1e-100) THEN 0::float8 END AS ks, CASE WHEN abs(x.value) <= 1e150 AND (x.value = 0 OR abs(x.value) >= 1e-100) THEN 0::float8 END AS m2, x.ts AS first_ts, x.value AS first_value, x.ts AS last_ts, x.value AS last_value, x.ts AS min_ts, x.ts AS max_ts
-    FROM packed_dots(?, ?) x
-    WHERE x.variable_id = ANY (ARRAY(SELECT id FROM vars))
     UNION ALL
     SELECT m.variable_id, m.tile AS ts, m.n, m.sum, m.min, m.max, m.ks, m.m2, m.first_ts, m.first_value, m.last_ts, m.last_value, m.min_ts, m.max_ts
     FROM value_quarters m

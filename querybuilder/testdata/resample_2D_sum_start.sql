@@ -37,17 +37,9 @@ pts AS (
     FROM value_minutes m
     WHERE m.variable_id = ANY (ARRAY(SELECT id FROM vars WHERE (SELECT ok FROM zonecheck))) AND m.tile >= ? AND m.tile < ?
     UNION ALL
-    SELECT x.variable_id, x.ts AS ts, x.value AS sum
-    FROM packed_dots(?, ?) x
-    WHERE x.variable_id = ANY (ARRAY(SELECT id FROM vars WHERE (SELECT ok FROM zonecheck)))
-    UNION ALL
     SELECT m.variable_id, m.tile AS ts, m.sum
     FROM value_minutes m
     WHERE m.variable_id = ANY (ARRAY(SELECT id FROM vars WHERE (SELECT ok FROM zonecheck))) AND m.tile >= ? AND m.tile < ?
-    UNION ALL
-    SELECT x.variable_id, x.ts AS ts, x.value AS sum
-    FROM packed_dots(?, ?) x
-    WHERE x.variable_id = ANY (ARRAY(SELECT id FROM vars WHERE (SELECT ok FROM zonecheck)))
     UNION ALL
     SELECT m.variable_id, m.tile AS ts, m.sum
     FROM value_quarters m

@@ -40,17 +40,9 @@ pts AS (
     FROM value_minutes m
     WHERE m.variable_id = ANY (ARRAY(SELECT id FROM vars WHERE (SELECT ok FROM zonecheck))) AND m.tile >= ? AND m.tile < ? AND coalesce(m.longest_ms::float8 <= ?::float8, false)
     UNION ALL
-    SELECT x.variable_id, x.ts AS ts, 1 AS n, x.ts AS first_ts, x.value AS first_value, x.ts AS last_ts, x.value AS last_value, 0::float8 AS area_linear, 0::float8 AS increase
-    FROM packed_dots(?, ?) x
-    WHERE x.variable_id = ANY (ARRAY(SELECT id FROM vars WHERE (SELECT ok FROM zonecheck)))
-    UNION ALL
     SELECT m.variable_id, m.tile AS ts, m.n, m.first_ts, m.first_value, m.last_ts, m.last_value, m.area_linear, m.increase
     FROM value_minutes m
     WHERE m.variable_id = ANY (ARRAY(SELECT id FROM vars WHERE (SELECT ok FROM zonecheck))) AND m.tile >= ? AND m.tile < ? AND coalesce(m.longest_ms::float8 <= ?::float8, false)
-    UNION ALL
-    SELECT x.variable_id, x.ts AS ts, 1 AS n, x.ts AS first_ts, x.value AS first_value, x.ts AS last_ts, x.value AS last_value, 0::float8 AS area_linear, 0::float8 AS increase
-    FROM packed_dots(?, ?) x
-    WHERE x.variable_id = ANY (ARRAY(SELECT id FROM vars WHERE (SELECT ok FROM zonecheck)))
     UNION ALL
     SELECT m.variable_id, m.tile AS ts, m.n, m.first_ts, m.first_value, m.last_ts, m.last_value, m.area_linear, m.increase
     FROM value_quarters m
