@@ -36,6 +36,11 @@ func TestStatisticsGolden(t *testing.T) {
 			VariableRef{VariableLabel: "temperature", DeviceLabel: "kitchen"},
 			VariableRef{VariableLabel: "humidity", DeviceID: "0123456789abcdef01234567"},
 			VariableRef{VariableID: "5f1c2a3b4c5d6e7f80912a3b", DeviceLabel: "kitchen"})},
+		// a part per reference: each resolves its reference by the one lookup that can find it
+		{"labels_percentiles", statsRequest([]string{AggP50},
+			VariableRef{VariableLabel: "temperature", DeviceLabel: "kitchen"},
+			VariableRef{VariableLabel: "humidity", DeviceID: "0123456789abcdef01234567"},
+			VariableRef{VariableID: "5f1c2a3b4c5d6e7f80912a3b", DeviceLabel: "kitchen"})},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

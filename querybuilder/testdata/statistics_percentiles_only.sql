@@ -35,16 +35,6 @@ pct_rows AS MATERIALIZED (
     WHERE v.account_id = ? AND v.public_id = r.variable_id
       AND (r.device_id = '' OR d.public_id = r.device_id)
       AND (r.device_label = '' OR d.label = r.device_label)
-            UNION ALL
-            SELECT v.id
-            FROM unnest(?::text[], ?::text[], ?::text[], ?::text[]) AS r(variable_id, variable_label, device_id, device_label),
-                 devices d JOIN variables v ON v.device_id = d.id
-    WHERE d.account_id = ? AND r.variable_id = '' AND d.public_id = r.device_id AND v.label = r.variable_label
-            UNION ALL
-            SELECT v.id
-            FROM unnest(?::text[], ?::text[], ?::text[], ?::text[]) AS r(variable_id, variable_label, device_id, device_label),
-                 devices d JOIN variables v ON v.device_id = d.id
-    WHERE d.account_id = ? AND r.variable_id = '' AND d.label = r.device_label AND v.label = r.variable_label
         ) k
         ORDER BY k.id
     ) ids
@@ -63,16 +53,6 @@ pct_packed AS MATERIALIZED (
     WHERE v.account_id = ? AND v.public_id = r.variable_id
       AND (r.device_id = '' OR d.public_id = r.device_id)
       AND (r.device_label = '' OR d.label = r.device_label)
-            UNION ALL
-            SELECT v.id
-            FROM unnest(?::text[], ?::text[], ?::text[], ?::text[]) AS r(variable_id, variable_label, device_id, device_label),
-                 devices d JOIN variables v ON v.device_id = d.id
-    WHERE d.account_id = ? AND r.variable_id = '' AND d.public_id = r.device_id AND v.label = r.variable_label
-            UNION ALL
-            SELECT v.id
-            FROM unnest(?::text[], ?::text[], ?::text[], ?::text[]) AS r(variable_id, variable_label, device_id, device_label),
-                 devices d JOIN variables v ON v.device_id = d.id
-    WHERE d.account_id = ? AND r.variable_id = '' AND d.label = r.device_label AND v.label = r.variable_label
         ) k
         ORDER BY k.id
     ) ids
