@@ -188,3 +188,36 @@ func TestStatisticsReadsTiersAndRawOnlyForPercentiles(t *testing.T) {
 		}
 	}
 }
+
+// TestPercentilePartsWriteOnlyTheLookupsThatCanMatch: a part of references by id joins
+// by id alone; a part no lookup can match (a label without a device, which the API
+// refuses) still compiles, to a part with no key.
+func TestPercentilePartsWriteOnlyTheLookupsThatCanMatch(t *testing.T) {
+	byDeviceLabel := "d.label = r.device_label AND v.label = r.variable_label"
+	for _, tc := range []struct {
+		ref                 VariableRef
+		lookups, deviceJoin int // lookup subqueries in the statement; those by device label
+		noKey               bool
+	}{
+		{VariableRef{VariableID: "5f1c2a3b4c5d6e7f80912a3b"}, 3 + 2, 1, false}, // res: 3; a part per layout: 1
+		{VariableRef{VariableLabel: "t", DeviceLabel: "kitchen"}, 3 + 2, 1 + 2, false},
+		{VariableRef{VariableLabel: "t"}, 3, 1, true},
+	} {
+		q, err := Statistics(statsRequest([]string{AggP50}, tc.ref))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := q.Inline(); err != nil {
+			t.Fatalf("%+v: placeholders and arguments disagree: %v", tc.ref, err)
+		}
+		if n := strings.Count(q.SQL, "WHERE v.account_id = ?") + strings.Count(q.SQL, "WHERE d.account_id = ?"); n != tc.lookups {
+			t.Errorf("%+v: %d lookups, want %d", tc.ref, n, tc.lookups)
+		}
+		if n := strings.Count(q.SQL, byDeviceLabel); n != tc.deviceJoin {
+			t.Errorf("%+v: %d lookups by device label, want %d", tc.ref, n, tc.deviceJoin)
+		}
+		if got := strings.Contains(q.SQL, "WHERE false"); got != tc.noKey {
+			t.Errorf("%+v: a part with no key: %v, want %v", tc.ref, got, tc.noKey)
+		}
+	}
+}
