@@ -79,8 +79,9 @@ while :; do
   sleep 1
 done`
 
-// TimescaleDB is a running database container published on 127.0.0.1 at a fixed
-// port, so that Stop and Start keep the DSN valid (the fault tests rely on it).
+// TimescaleDB is a running database container reached on 127.0.0.1 at a fixed port
+// (published, or its own on the host's network), so that Stop and Start keep the DSN
+// valid (the fault tests rely on it).
 type TimescaleDB struct {
 	DSN   string
 	Image string
@@ -114,6 +115,19 @@ func Start(ctx context.Context, opts Options) (*TimescaleDB, error) {
 	if opts.Fast {
 		cmd = append(cmd, "-c", "fsync=off", "-c", "full_page_writes=off")
 	}
+	env := map[string]string{"POSTGRES_PASSWORD": "postgres", "POSTGRES_DB": "postgres"}
+	// A container that joins no Docker network and is not kept shares the host's
+	// network namespace and listens on 127.0.0.1:port itself. A published port would
+	// put Docker's userland proxy, veth and NAT in the path of every byte: measured,
+	// that cost a fifth of the CPU of pkg/api's analytics suites (docs/testing.md).
+	// PGPORT sets the server's port and the default of psql run inside the container.
+	hostNet := opts.Network == "" && opts.Name == ""
+	exposed := "5432/tcp"
+	if hostNet {
+		env["PGPORT"] = strconv.Itoa(port)
+		cmd = append(cmd, "-c", "listen_addresses=127.0.0.1")
+		exposed = strconv.Itoa(port) + "/tcp"
+	}
 	var entrypoint []string
 	if opts.TmpfsDataMB > 0 {
 		if opts.script != "" || opts.Volume != "" {
@@ -128,13 +142,17 @@ func Start(ctx context.Context, opts Options) (*TimescaleDB, error) {
 	req := tc.ContainerRequest{
 		Name:         opts.Name,
 		Image:        img,
-		ExposedPorts: []string{"5432/tcp"},
-		Env:          map[string]string{"POSTGRES_PASSWORD": "postgres", "POSTGRES_DB": "postgres"},
+		ExposedPorts: []string{exposed},
+		Env:          env,
 		Cmd:          cmd,
 		Entrypoint:   entrypoint,
 		HostConfigModifier: func(hc *container.HostConfig) {
-			hc.PortBindings = network.PortMap{
-				network.MustParsePort("5432/tcp"): {{HostIP: netip.MustParseAddr("127.0.0.1"), HostPort: strconv.Itoa(port)}},
+			if hostNet {
+				hc.NetworkMode = "host"
+			} else {
+				hc.PortBindings = network.PortMap{
+					network.MustParsePort("5432/tcp"): {{HostIP: netip.MustParseAddr("127.0.0.1"), HostPort: strconv.Itoa(port)}},
+				}
 			}
 			if opts.TmpfsDataMB > 0 {
 				hc.Tmpfs = map[string]string{TmpfsDir: fmt.Sprintf("size=%dm,mode=1777", opts.TmpfsDataMB)}
@@ -151,8 +169,9 @@ func Start(ctx context.Context, opts Options) (*TimescaleDB, error) {
 		// both give.
 		Networks:       networks(opts),
 		NetworkAliases: aliases(opts),
-		// the published port, which a kept container chose when it was created
-		WaitingFor: wait.ForSQL("5432/tcp", "pgx", func(_ string, p network.Port) string { return dsnAt(p.Port()) }).
+		// the published port, which a kept container chose when it was created (on the
+		// host's network, the port itself)
+		WaitingFor: wait.ForSQL(exposed, "pgx", func(_ string, p network.Port) string { return dsnAt(p.Port()) }).
 			WithStartupTimeout(2 * time.Minute).WithPollInterval(250 * time.Millisecond),
 	}
 	wasRunning := opts.Name != "" && running(ctx, opts.Name)
@@ -160,7 +179,7 @@ func Start(ctx context.Context, opts Options) (*TimescaleDB, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := c.MappedPort(ctx, "5432/tcp")
+	p, err := c.MappedPort(ctx, exposed)
 	if err != nil {
 		_ = c.Terminate(context.Background())
 		return nil, fmt.Errorf("start %s: %w", img, err)
