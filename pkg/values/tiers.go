@@ -272,12 +272,16 @@ const (
       SELECT variable_id, ts, value FROM packed_values(ARRAY[$1::bigint], $2, 'infinity')) x`
 )
 
-// rawTileSQL rolls the raw values of from (rowsSource or bothSource) up into tiles of
-// width (an interval literal) for the values that satisfy cond (which names the outer
-// query's columns as x.*): the columns of tileColumns. The spread is shifted by each
-// tile's min (see addTilesSQL).
+// rawTileSQL rolls the raw values of one variable in from (rowsSource or bothSource) up
+// into tiles of width (an interval literal) for the values that satisfy cond (which names
+// the outer query's columns as x.*): the columns of tileColumns. The spread is shifted by
+// each tile's min (see addTilesSQL). It groups by tile alone: the windows sort the rows
+// by tile, so the groups stream out of that order (a GroupAggregate) instead of being
+// hashed, which spilled to disk past work_mem (the minute tiles of 10 M rows: 23 s
+// instead of 32 s, without 733 MB of spilled batches). Hence one variable per
+// evaluation: every caller's from or cond names one (a LATERAL per variable, or $1).
 func rawTileSQL(width, from, cond string) string {
-	return `SELECT variable_id, tile, count(*)::int, ` + querybuilder.SumSQL("value") + `, min(value), max(value),
+	return `SELECT min(variable_id), tile, count(*)::int, ` + querybuilder.SumSQL("value") + `, min(value), max(value),
        -- the FILTERs keep the aggregates from overflowing; the CASEs drop what they saw
        -- (spreadLimit, spreadFloor)
        CASE WHEN max(abs(value)) <= 1e150 AND NOT bool_or(value <> 0 AND abs(value) < 1e-100)
@@ -291,7 +295,7 @@ FROM (SELECT x.variable_id, time_bucket(INTERVAL '` + width + `', x.ts) AS tile,
              lag(x.value) OVER d AS pv, ` + epochMs("x.ts") + ` - ` + epochMs("lag(x.ts) OVER d") + ` AS dt
       FROM ` + from + ` WHERE ` + cond + `
       WINDOW d AS (PARTITION BY x.variable_id, time_bucket(INTERVAL '` + width + `', x.ts) ORDER BY x.ts)) x
-GROUP BY variable_id, tile`
+GROUP BY tile`
 }
 
 // rawInside are rawTileSQL's aggregates of the tile's inside (signalColumns) over dots
