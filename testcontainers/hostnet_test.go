@@ -2,9 +2,7 @@ package testcontainers
 
 import (
 	"context"
-	"database/sql"
 	"net/url"
-	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -14,15 +12,8 @@ import (
 // listening on 127.0.0.1 at its DSN's port with nothing published, and psql run inside
 // it (the CSV bench's floor) reaches the same server without naming a port.
 func TestHostNetwork(t *testing.T) {
-	if os.Getenv("TEST_DATABASE_URL") != "" {
-		t.Skip("starts a container of its own")
-	}
 	ctx := context.Background()
-	tsdb, err := Start(ctx, Options{Fast: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = tsdb.Terminate(context.Background()) })
+	tsdb, db := startOwn(t, Options{Fast: true})
 	u, err := url.Parse(tsdb.DSN)
 	if err != nil {
 		t.Fatal(err)
@@ -35,11 +26,6 @@ func TestHostNetwork(t *testing.T) {
 	if got := strings.TrimSpace(string(mode)); got != "host 0" {
 		t.Fatalf("network mode and published ports: %q, want host and none", got)
 	}
-	db, err := sql.Open("pgx", tsdb.DSN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
 	var listen string
 	if err := db.QueryRowContext(ctx, "SELECT current_setting('listen_addresses')").Scan(&listen); err != nil {
 		t.Fatal(err)

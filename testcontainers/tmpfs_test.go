@@ -9,15 +9,14 @@ import (
 	"time"
 )
 
-// TestTmpfsDataDir: with TmpfsDataMB the data directory and the WAL are on a tmpfs of
-// that size, PostgreSQL is not PID 1, and when it dies (as on a PANIC) the container
-// stays and PostgreSQL starts again on the same data.
-func TestTmpfsDataDir(t *testing.T) {
+// startOwn starts a container for the test alone (skipped with TEST_DATABASE_URL) and
+// opens its database; both are closed when the test ends.
+func startOwn(t *testing.T, opts Options) (*TimescaleDB, *sql.DB) {
+	t.Helper()
 	if os.Getenv("TEST_DATABASE_URL") != "" {
 		t.Skip("starts a container of its own")
 	}
-	ctx := context.Background()
-	tsdb, err := Start(ctx, Options{TmpfsDataMB: 256})
+	tsdb, err := Start(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,6 +26,15 @@ func TestTmpfsDataDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = db.Close() })
+	return tsdb, db
+}
+
+// TestTmpfsDataDir: with TmpfsDataMB the data directory and the WAL are on a tmpfs of
+// that size, PostgreSQL is not PID 1, and when it dies (as on a PANIC) the container
+// stays and PostgreSQL starts again on the same data.
+func TestTmpfsDataDir(t *testing.T) {
+	ctx := context.Background()
+	tsdb, db := startOwn(t, Options{TmpfsDataMB: 256})
 	var dir, wal string
 	if err := db.QueryRowContext(ctx, "SELECT current_setting('data_directory'), current_setting('max_wal_size')").Scan(&dir, &wal); err != nil {
 		t.Fatal(err)
