@@ -26,7 +26,9 @@ type Options struct {
 	// Fast turns off fsync: for tests, where a crash loses nothing of value.
 	Fast bool
 	// Network and Alias put the container on a Docker network under a name that the
-	// other containers on it can reach (a replica reaches its primary so).
+	// other containers on it can reach (a replica reaches its primary so), with its
+	// port published on 127.0.0.1. Without Network (and without Name), the container
+	// runs on the host's network instead, PostgreSQL listening on 127.0.0.1 itself.
 	Network, Alias string
 	// Volume names a Docker volume that holds the data directory, so the data
 	// outlives the container (`make run`); empty: the data goes with the container.
