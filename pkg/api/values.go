@@ -91,13 +91,20 @@ func (s *Server) postDevice(c *gin.Context) error {
 
 var created = gin.H{"status_code": 201}
 
-// createdList is the answer to n dots written: one {"status_code":201} each, in order.
-func createdList(n int) []gin.H {
-	out := make([]gin.H, n)
-	for i := range out {
-		out[i] = created
+// createdList answers n dots written: one {"status_code":201} each, in order. Written
+// as bytes: encoding a bulk request's thousand maps through encoding/json took a tenth
+// of the server's CPU under make bench-bulkold (pprof).
+func createdList(c *gin.Context, n int) {
+	const item = `{"status_code":201}`
+	b := make([]byte, 0, 2+n*(len(item)+1))
+	b = append(b, '[')
+	for i := range n {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, item...)
 	}
-	return out
+	c.Data(http.StatusCreated, "application/json; charset=utf-8", append(b, ']'))
 }
 
 // postVariableValues: a dot → 201 the stored dot; [dots] → 201 [{"status_code":201}...].
@@ -122,7 +129,7 @@ func (s *Server) postVariableValues(c *gin.Context) error {
 		return err
 	}
 	if isList(body) {
-		c.JSON(http.StatusCreated, createdList(len(dots)))
+		createdList(c, len(dots))
 		return nil
 	}
 	d := dots[0]
@@ -175,7 +182,7 @@ func (s *Server) postCollection(c *gin.Context) error {
 	if err := s.Ingest.ToCollection(c, account(c).ID, dots); err != nil {
 		return err
 	}
-	c.JSON(http.StatusCreated, createdList(len(dots)))
+	createdList(c, len(dots))
 	return nil
 }
 

@@ -132,14 +132,14 @@ func writeRows(ctx context.Context, tx pgx.Tx, rows []Row, t Targets, watched []
 	// make it fail with a unique violation: then the savepoint undoes it and the upsert
 	// runs instead, and the tiles it touched are recomputed rather than added to.
 	// Either way the same rows end up stored.
-	tiles := addQueries
+	replaced := false
 	err := sendBatch(ctx, tx, append([]*pgx.QueuedQuery{{SQL: "SAVEPOINT fast_insert"}}, w.queries(insertValuesSQL)...))
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && pe.Code == "23505" {
 		if _, rerr := tx.Exec(ctx, "ROLLBACK TO SAVEPOINT fast_insert"); rerr != nil {
 			return nil, nil, fmt.Errorf("write values: %w", rerr)
 		}
-		tiles = recomputeQueries
+		replaced = true
 		err = sendBatch(ctx, tx, w.queries(upsertValuesSQL))
 	}
 	if err != nil {
@@ -148,12 +148,24 @@ func writeRows(ctx context.Context, tx pgx.Tx, rows []Row, t Targets, watched []
 	if w.devicesSeen != int64(len(w.devIDs)) || w.varsSeen != int64(len(w.lv.vars)) {
 		return nil, nil, ErrStale
 	}
-	if qs := tiles(rows, w.marks); len(qs) > 0 {
-		if err := sendBatch(ctx, tx, qs); err != nil {
-			return nil, nil, fmt.Errorf("write rollup tiles: %w", err)
-		}
+	if err := writeTiles(ctx, tx, rows, w.marks, replaced); err != nil {
+		return nil, nil, fmt.Errorf("write rollup tiles: %w", err)
 	}
 	return w.moved, w.prev, nil
+}
+
+// writeTiles brings the tiers up to date with rows just written: recomputed where
+// some replaced stored rows, else added to, and then the tiles the adds left without
+// an inside recomputed (a second round trip, only when there are any).
+func writeTiles(ctx context.Context, tx pgx.Tx, rows []Row, marks map[int64]int64, replaced bool) error {
+	if replaced {
+		return sendBatch(ctx, tx, recomputeQueries(rows, marks))
+	}
+	qs, fixes := addQueries(rows, marks)
+	if err := sendBatch(ctx, tx, qs); err != nil {
+		return err
+	}
+	return sendBatch(ctx, tx, fixes.queries())
 }
 
 // rowWrite is one writeRows: its statements' arguments, and what they read back.
@@ -249,8 +261,11 @@ func sortedDevices(devices []Ref) ([]int64, []string) {
 	return ids, labels
 }
 
-// sendBatch sends the statements in one round trip.
+// sendBatch sends the statements in one round trip (none: no round trip).
 func sendBatch(ctx context.Context, tx pgx.Tx, stmts []*pgx.QueuedQuery) error {
+	if len(stmts) == 0 {
+		return nil
+	}
 	b := &pgx.Batch{QueuedQueries: stmts}
 	return tx.SendBatch(ctx, b).Close()
 }
