@@ -100,7 +100,7 @@ func recomputeTilesAt(ctx context.Context, exec Exec, vars, ts []int64) error {
 				vs, tiles = append(vs, v), append(tiles, time.UnixMilli(k.at).UTC())
 			}
 		}
-		if err := exec(ctx, recomputeSQL[i], vs, tiles); err != nil {
+		if err := exec(ctx, recomputeSQL[i], recomputeArgs(vs, tiles)...); err != nil {
 			return fmt.Errorf("recompute %s: %w", t.Table, err)
 		}
 	}

@@ -287,7 +287,7 @@ WHERE m.variable_id = ANY($1) AND v.id = m.variable_id AND m.tile > v.rollups_un
 	for i, t := range tiers.All {
 		wanted := `(SELECT k.id, time_bucket(INTERVAL '` + interval(t) + `', s.ts) FROM ` + s.table + ` s JOIN ` + keysFrom +
 			` ON k.slot = s.slot + 1 WHERE k.id <> 0)`
-		if _, err := tx.Exec(ctx, recomputeTilesFrom(i, wanted), smallKeys); err != nil {
+		if _, err := tx.Exec(ctx, recomputeTilesFrom(i, wanted, "", ""), smallKeys); err != nil {
 			return fmt.Errorf("recompute %s: %w", t.Table, err)
 		}
 	}

@@ -369,19 +369,33 @@ func tileSource(i int, cond string) string {
 	return mergeTileSQL(tiers.All[i-1].Table, interval(t), strings.ReplaceAll(cond, "src.", "c."))
 }
 
-// recomputeTilesSQL rebuilds the listed (variable, tile) rollups of tier i from the
-// tier below it (the finest: from "values"), removing those that hold no value any
-// more. The listed tiles may repeat; each is one index range scan of its source.
+// recomputeTilesSQL rebuilds the listed (variable, tile) rollups of tier i ($1, $2;
+// recomputeArgs) from the tier below it (the finest: from "values"), removing those
+// that hold no value any more. The listed tiles may repeat; each is one index range
+// scan of its source. $3 and $4, the first and last of the tiles, let the planner leave
+// out the chunks of the source and the tier outside them, as daysBetween does.
 func recomputeTilesSQL(i int) string {
-	return recomputeTilesFrom(i, `unnest($1::bigint[], $2::timestamptz[])`)
+	return recomputeTilesFrom(i, `unnest($1::bigint[], $2::timestamptz[])`, "$3::timestamptz", "$4::timestamptz")
+}
+
+// recomputeArgs are recomputeTilesSQL's arguments for the (variable, tile) pairs.
+func recomputeArgs(vars []int64, tiles []time.Time) []any {
+	first, last := timeBounds(tiles)
+	return []any{vars, tiles, first, last}
 }
 
 // recomputeTilesFrom is recomputeTilesSQL of the (variable, tile) pairs that the FROM
-// item wanted yields (a history import's: from its staging table).
-func recomputeTilesFrom(i int, wanted string) string {
+// item wanted yields (a history import's: from its staging table), their tiles between
+// the SQL expressions first and last ("": unbounded).
+func recomputeTilesFrom(i int, wanted, first, last string) string {
 	t := tiers.All[i]
 	cond := `src.variable_id = w.variable_id AND ` + sourceTime(i) + ` >= w.tile AND ` + sourceTime(i) +
 		` < w.tile + INTERVAL '` + interval(t) + `'`
+	var tilesBetween string
+	if first != "" {
+		cond += ` AND ` + sourceTime(i) + ` >= ` + first + ` AND ` + sourceTime(i) + ` < ` + last + ` + INTERVAL '` + interval(t) + `'`
+		tilesBetween = ` AND m.tile >= ` + first + ` AND m.tile <= ` + last
+	}
 	return `WITH wanted AS (
     SELECT DISTINCT w.* FROM ` + wanted + ` AS w(variable_id, tile)` +
 		beforeMark(i, "w.variable_id", "w.tile") + `
@@ -391,7 +405,7 @@ func recomputeTilesFrom(i int, wanted string) string {
     ) f
 ), emptied AS (
     DELETE FROM ` + t.Table + ` m USING wanted w
-    WHERE m.variable_id = w.variable_id AND m.tile = w.tile
+    WHERE m.variable_id = w.variable_id AND m.tile = w.tile` + tilesBetween + `
       AND NOT EXISTS (SELECT 1 FROM fresh f WHERE f.variable_id = w.variable_id AND f.tile = w.tile)
 )
 INSERT INTO ` + t.Table + ` AS m (` + tileColumns + `)
@@ -447,7 +461,7 @@ func recomputeQueries(rows []Row, marks map[int64]int64) []*pgx.QueuedQuery {
 		for j, r := range before {
 			vars[j], tiles[j] = r.Variable, time.UnixMilli(t.Floor(r.TS)).UTC()
 		}
-		qs = append(qs, &pgx.QueuedQuery{SQL: recomputeSQL[i], Arguments: []any{vars, tiles}})
+		qs = append(qs, &pgx.QueuedQuery{SQL: recomputeSQL[i], Arguments: recomputeArgs(vars, tiles)})
 	}
 	return qs
 }
@@ -490,7 +504,7 @@ func (f interleaved) queries() []*pgx.QueuedQuery {
 	var qs []*pgx.QueuedQuery
 	for i, t := range f {
 		if len(t.vars) > 0 {
-			qs = append(qs, &pgx.QueuedQuery{SQL: recomputeSQL[i], Arguments: []any{t.vars, t.tiles}})
+			qs = append(qs, &pgx.QueuedQuery{SQL: recomputeSQL[i], Arguments: recomputeArgs(t.vars, t.tiles)})
 		}
 	}
 	return qs
@@ -570,7 +584,7 @@ func everyPair(vars []int64, ends []time.Time) []any {
 			vs, ts = append(vs, v), append(ts, e)
 		}
 	}
-	return []any{vs, ts}
+	return recomputeArgs(vs, ts)
 }
 
 // tilesInside is the condition on tier t's tiles that lie inside r, its parameters $2
