@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -39,6 +40,7 @@ func eventConfig() config.Config {
 // hook is one request a receiver got.
 type hook struct {
 	Delivery, Signature string
+	Attempt             int // X-Event-Attempt
 	Body                []byte
 	Method              string
 	At                  time.Time
@@ -51,6 +53,10 @@ type receiver struct {
 	mu    sync.Mutex
 	hooks []hook
 	fail  int // answer 500 to this many requests first
+	// hold, when set, is the request (counted from 1) that is answered only once
+	// held is closed
+	hold int
+	held chan struct{}
 }
 
 func newReceiver(t *testing.T) *receiver {
@@ -62,9 +68,17 @@ func newReceiver(t *testing.T) *receiver {
 		if failing {
 			r.fail--
 		}
-		r.hooks = append(r.hooks, hook{Delivery: q.Header.Get("X-Event-Delivery"),
+		attempt, _ := strconv.Atoi(q.Header.Get("X-Event-Attempt"))
+		r.hooks = append(r.hooks, hook{Delivery: q.Header.Get("X-Event-Delivery"), Attempt: attempt,
 			Signature: q.Header.Get("X-Signature"), Body: b, Method: q.Method, At: time.Now(), OK: !failing})
+		held := r.held
+		if len(r.hooks) != r.hold {
+			held = nil
+		}
 		r.mu.Unlock()
+		if held != nil {
+			<-held
+		}
 		if failing {
 			w.WriteHeader(http.StatusInternalServerError)
 			return
@@ -762,13 +776,16 @@ func TestEventDeliveriesSurviveAKilledInstance(t *testing.T) {
 	tok := env.NewAccount(t)
 	a = a.As(tok)
 	rcv := newReceiver(t)
-	rcv.fail = 1 << 30
+	// the retry is killed in flight: its request reached the receiver, which answers
+	// only after the instance stopped
+	rcv.fail, rcv.hold, rcv.held = 1<<30, 2, make(chan struct{})
 	postDot(t, a, "k", "v", 0, 1000)
 	createEvent(t, a, map[string]any{"label": "kill", "condition": map[string]any{
 		"variable": "k.v", "operator": ">", "value": 0}, "actions": []any{webhook(rcv)}})
 	postDot(t, a, "k", "v", 1, 2000)
 	first := rcv.wait(t, 2, testenv.Patience)[0] // a failed attempt and its retry
 	killA()
+	close(rcv.held)
 	n := len(rcv.got())
 	time.Sleep(300 * time.Millisecond)
 	if len(rcv.got()) != n {
@@ -796,9 +813,18 @@ func TestEventDeliveriesSurviveAKilledInstance(t *testing.T) {
 	if ok.Delivery != first.Delivery {
 		t.Fatalf("delivered under %q, first attempted under %q", ok.Delivery, first.Delivery)
 	}
+	// every request is a new attempt, the killed instance's last one included (its
+	// request reached the receiver although the instance never learnt the answer)
+	last := 0
+	for i, h := range rcv.got() {
+		if h.Attempt <= last {
+			t.Fatalf("request %d carried X-Event-Attempt %d after %d", i+1, h.Attempt, last)
+		}
+		last = h.Attempt
+	}
 	for deadline := time.Now().Add(testenv.Patience); ; time.Sleep(20 * time.Millisecond) {
 		d := b.Get("/api/v2.0/events/~kill/deliveries").Object(t)["results"].([]any)[0].(map[string]any)
-		if d["status"] == "delivered" && d["attempt"].(float64) > 2 {
+		if d["status"] == "delivered" && int(d["attempt"].(float64)) == ok.Attempt {
 			break
 		}
 		if time.Now().After(deadline) {

@@ -58,26 +58,28 @@ func (w *worker) Work(ctx context.Context, job *river.Job[DeliveryArgs]) error {
 	s := w.s
 	var req Action
 	var raw []byte
-	var secret, status, eventLabel string
+	var secret, eventLabel string
 	var account int64
+	var number int
 	var created time.Time
-	err := s.pool.QueryRow(ctx, `SELECT d.request, d.status, d.created_at, e.secret, e.account_id, e.label
-		FROM event_deliveries d JOIN events e ON e.id = d.event_id WHERE d.id = $1`, job.Args.Delivery).
-		Scan(&raw, &status, &created, &secret, &account, &eventLabel)
+	// The attempt's number is the delivery row's count, taken before anything is sent,
+	// not River's: River does not count an attempt its stopping instance cancelled,
+	// whose request may have reached the receiver all the same.
+	err := s.pool.QueryRow(ctx, `UPDATE event_deliveries d SET attempt = d.attempt + 1
+		FROM events e WHERE e.id = d.event_id AND d.id = $1 AND d.status NOT IN ('delivered', 'failed')
+		RETURNING d.request, d.attempt, d.created_at, e.secret, e.account_id, e.label`, job.Args.Delivery).
+		Scan(&raw, &number, &created, &secret, &account, &eventLabel)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil // its event was deleted: nothing left to deliver
+		return nil // finished, or its event was deleted: nothing left to deliver
 	}
 	if err != nil {
-		return fmt.Errorf("read delivery: %w", err)
-	}
-	if status == "delivered" || status == "failed" {
-		return nil
+		return fmt.Errorf("claim a delivery attempt: %w", err)
 	}
 	if err := json.Unmarshal(raw, &req); err != nil {
 		return river.JobCancel(fmt.Errorf("read delivery: %w", err))
 	}
 	start := time.Now()
-	code, err := s.run(ctx, job, req, secret, account)
+	code, err := s.run(ctx, req, attempt{delivery: job.Args.ID, number: number, secret: secret, account: account, ts: req.TS})
 	outcome := "delivered"
 	switch {
 	case err == nil:
@@ -88,13 +90,13 @@ func (w *worker) Work(ctx context.Context, job *river.Job[DeliveryArgs]) error {
 	}
 	s.metrics.deliveries.WithLabelValues(req.Type, outcome).Inc()
 	s.metrics.attemptSeconds.Observe(time.Since(start).Seconds())
-	if rerr := s.record(job, code, err, outcome); rerr != nil {
+	if rerr := s.record(job.Args.Delivery, code, err, outcome); rerr != nil {
 		s.log.Warn("record delivery attempt", "delivery", job.Args.Delivery, "error", rerr.Error())
 	}
 	switch outcome {
 	case "failed":
 		s.log.Warn("event delivery failed for good", "event", eventLabel, "delivery", job.Args.Delivery,
-			"attempt", job.Attempt, "error", err.Error())
+			"attempt", number, "error", err.Error())
 		return river.JobCancel(err)
 	case "retry":
 		return err
@@ -102,8 +104,8 @@ func (w *worker) Work(ctx context.Context, job *river.Job[DeliveryArgs]) error {
 	return nil
 }
 
-// record saves an attempt's outcome on the delivery's row.
-func (s *Service) record(job *river.Job[DeliveryArgs], code int, err error, outcome string) error {
+// record saves an attempt's outcome on the delivery's row (its number: Work's claim).
+func (s *Service) record(delivery int64, code int, err error, outcome string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.QueryTimeout)
 	defer cancel()
 	status := map[string]string{"delivered": "delivered", "failed": "failed", "retry": "retrying"}[outcome]
@@ -119,9 +121,9 @@ func (s *Service) record(job *river.Job[DeliveryArgs], code int, err error, outc
 	if code != 0 {
 		hs = &code
 	}
-	_, rerr := s.pool.Exec(ctx, `UPDATE event_deliveries SET attempt = greatest(attempt, $2), status = $3,
-		http_status = $4, error = $5, delivered_at = CASE WHEN $3 = 'delivered' THEN now() ELSE delivered_at END
-		WHERE id = $1 AND status <> 'delivered'`, job.Args.Delivery, job.Attempt, status, hs, msg)
+	_, rerr := s.pool.Exec(ctx, `UPDATE event_deliveries SET status = $2,
+		http_status = $3, error = $4, delivered_at = CASE WHEN $2 = 'delivered' THEN now() ELSE delivered_at END
+		WHERE id = $1 AND status <> 'delivered'`, delivery, status, hs, msg)
 	return rerr
 }
 
@@ -130,11 +132,11 @@ var errPermanent = errors.New("permanent")
 
 // run performs the action by its type (actionType.run); code is the webhook's HTTP
 // status (0 if none).
-func (s *Service) run(ctx context.Context, job *river.Job[DeliveryArgs], req Action, secret string, account int64) (int, error) {
+func (s *Service) run(ctx context.Context, req Action, at attempt) (int, error) {
 	if req.spec == nil {
 		return 0, fmt.Errorf("%w: unknown action type %q", errPermanent, req.Type)
 	}
-	return req.spec.run(ctx, s, attempt{delivery: job.Args.ID, number: job.Attempt, secret: secret, account: account, ts: req.TS})
+	return req.spec.run(ctx, s, at)
 }
 
 // write writes dots to a target through the pipeline. A refusal no retry can change
