@@ -89,7 +89,15 @@ TEST_LONGEST := ./pkg/api ./cmd/sensorapi ./pkg/synthetic ./pkg/mqtt ./pkg/value
 ## builds its own): a quarter less linker CPU, on the ~45 binaries make test links.
 ## Compiling is unaffected, so the build cache stays shared with make run.
 TEST_LDFLAGS := -ldflags=-w
-test: prepare test-tools
+## On a fresh machine prepare (dockerd, the image) and test-tools (apt-get, npm) wait
+## minutes on the network and the disk: the tests compile meanwhile (go list -export
+## builds packages and test packages into the build cache, linking nothing), once
+## prepare itself is compiled. What is left when they are done, go test compiles as
+## it runs the first packages.
+test:
+	@$(GO) build -o /dev/null ./testcontainers/prepare
+	@$(GO) list -test -export -deps $(TEST_LONGEST) ./... >/dev/null 2>&1 & precompile=$$!; \
+	  $(MAKE) --no-print-directory prepare test-tools; rc=$$?; kill $$precompile 2>/dev/null; wait $$precompile; exit $$rc
 	$(GO) test -count=1 -timeout 20m -parallel 4 $(TEST_LDFLAGS) $(GOTESTFLAGS) $(TEST_LONGEST) ./...
 	SENSORAPI_TEST_LOAD=1 $(GO) test -count=1 -timeout 10m -p 1 $(TEST_LDFLAGS) $(GOTESTFLAGS) -run '$(LOAD_TESTS)' ./pkg/api ./pkg/mqtt
 
