@@ -45,7 +45,7 @@ prepare:
 
 ## vet: go vet (both build configurations) and the gofmt check, for a quick look before
 ## a commit; make lint runs the same analyzers (golangci-lint's govet and gofmt) and more,
-## so make test does not run it again (on a fresh machine it cost make test ~85 s)
+## so make test does not run it again (on a fresh machine it cost make test ~90 s)
 vet:
 	$(GO) vet ./...
 	$(GO) vet -tags dev ./cmd/sensorapi
