@@ -101,13 +101,15 @@ test:
 	$(GO) test -count=1 -timeout 20m -parallel 4 $(TEST_LDFLAGS) $(GOTESTFLAGS) $(TEST_LONGEST) ./...
 	SENSORAPI_TEST_LOAD=1 $(GO) test -count=1 -timeout 10m -p 1 $(TEST_LDFLAGS) $(GOTESTFLAGS) -run '$(LOAD_TESTS)' ./pkg/api ./pkg/mqtt
 
-## test-race: the shutdown tests under the race detector (issue 46: an instance's
-## goroutines against the closing of its pool). The detector needs cgo, and its build
-## recompiles every dependency: a step of its own after make test (.ci/run), outside
-## make test's time budget. Its build shares no cache with the others: flags overridden.
-RACE_TESTS := ^TestStopWaitsForEveryGoroutine$$
+## test-race: the tests of code whose goroutines share state, under the race detector:
+## the shutdown (issue 46: an instance's goroutines against the closing of its pool) and
+## a history import's tiler (its COPY fed from the import's). The detector needs cgo,
+## and its build recompiles every dependency: a step of its own after make test
+## (.ci/run), outside make test's time budget. Its build shares no cache with the
+## others: flags overridden.
+RACE_TESTS := ^(TestStopWaitsForEveryGoroutine|TestImportTilesBesideTheUpsert)$$
 test-race: prepare
-	CGO_ENABLED=1 GOFLAGS= $(GO) test -race -count=1 $(GOTESTFLAGS) -run '$(RACE_TESTS)' ./pkg/server
+	CGO_ENABLED=1 GOFLAGS= $(GO) test -race -count=1 $(GOTESTFLAGS) -run '$(RACE_TESTS)' ./pkg/server ./pkg/values
 
 ## test-ha: the failover test alone (issue 30, docs/scaling.md): etcd and two
 ## Patroni-managed TimescaleDB nodes (image sensorapi/patroni:pg17-local, built once from

@@ -67,18 +67,19 @@ func (im *Importer) Import(ctx context.Context, account int64, to Target, body B
 		src.lines, src.cols = c, c.cols
 	}
 	var res Result
-	err = im.Pipeline.Bulk(ctx, func(ctx context.Context, tx pgx.Tx) (values.StagedWritten, error) {
+	err = im.Pipeline.Bulk(ctx, func(ctx context.Context, tx pgx.Tx, store *values.Store) (values.StagedWritten, error) {
 		keys, t, err := resolveTarget(ctx, tx, account, to)
 		if err != nil {
 			return values.StagedWritten{}, err
 		}
-		st, err := values.Stage(ctx, tx, src)
+		st, err := store.Stage(ctx, tx, src)
 		if src.failed() {
 			return values.StagedWritten{}, src.Err()
 		}
 		if err != nil {
 			return values.StagedWritten{}, err
 		}
+		defer st.Close()
 		if to.collection() {
 			if keys, t, err = resolveSlots(ctx, tx, account, src.order); err != nil {
 				return values.StagedWritten{}, err

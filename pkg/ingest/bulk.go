@@ -17,7 +17,7 @@ import (
 // as they do for every write they were not handed (events: from their last evaluated
 // value on). The transaction has no statement timeout: the body limit bounds it, and
 // a client that goes away cancels it.
-func (p *Pipeline) Bulk(ctx context.Context, load func(ctx context.Context, tx pgx.Tx) (values.StagedWritten, error)) error {
+func (p *Pipeline) Bulk(ctx context.Context, load func(ctx context.Context, tx pgx.Tx, store *values.Store) (values.StagedWritten, error)) error {
 	if p.conf.Admit != nil {
 		if err := p.conf.Admit(); err != nil {
 			return err
@@ -30,7 +30,7 @@ func (p *Pipeline) Bulk(ctx context.Context, load func(ctx context.Context, tx p
 			return fmt.Errorf("import: %w", err)
 		}
 		var err error
-		if w, err = load(ctx, tx); err != nil {
+		if w, err = load(ctx, tx, p.store); err != nil {
 			return err
 		}
 		changes = make([]Change, len(w.Spans))

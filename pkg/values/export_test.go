@@ -7,3 +7,6 @@ func SetExportPage(n int) (restore func()) {
 	exportPage = n
 	return func() { exportPage = old }
 }
+
+// TiledBeside tells whether the staging's minute tiles came from its tiler (tiler.go).
+func TiledBeside(s *Staging) bool { return s.tiled }

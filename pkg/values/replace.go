@@ -232,7 +232,7 @@ func queueTiles(ctx context.Context, b *pgx.Batch, changed []*Replacement) error
 			}
 		}
 	}
-	if err := retileRanges(ctx, queueIn(b), bigK, bigLo, bigHi); err != nil {
+	if err := retileRanges(ctx, queueIn(b), 0, bigK, bigLo, bigHi); err != nil {
 		return err
 	}
 	return recomputeTilesAt(ctx, queueIn(b), tileVars, tileTS)

@@ -30,16 +30,18 @@ func retileRange(ctx context.Context, exec Exec, key, from, to int64) error {
 	return nil
 }
 
-// retileRanges is retileRange of many (variable, [from, to]) ranges at once, two
+// retileRanges is retileRange of many (variable, [from, to]) ranges at once, tiers
+// from the first on (a history import's tiler may have built the finest), two
 // statements per tier whatever their number: Replace recomputes the ranges of many
 // variables at once. A variable's ranges may touch or overlap
 // (their tiles are merged first, tier by tier); the caller holds the variables' row
 // locks.
-func retileRanges(ctx context.Context, exec Exec, keys, froms, tos []int64) error {
+func retileRanges(ctx context.Context, exec Exec, first int, keys, froms, tos []int64) error {
 	if len(keys) == 0 {
 		return nil
 	}
-	for i, t := range tiers.All {
+	for i := first; i < len(tiers.All); i++ {
+		t := tiers.All[i]
 		type span struct{ key, lo, hi int64 } // tiles [lo, hi)
 		spans := make([]span, 0, len(keys))
 		for j, k := range keys {

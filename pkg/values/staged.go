@@ -40,36 +40,58 @@ type RowSource interface {
 
 // Staging is an import's staging table, in the import's transaction: an unlogged
 // table (no WAL for rows that are copied once more) created and dropped by it, so a
-// rolled-back import leaves none.
+// rolled-back import leaves none. Its tiler (nil: none) builds the minute tiles beside
+// the upsert (tiler.go). Close it when done.
 type Staging struct {
-	table string
-	tally *tally
-	rows  int64
+	table   string
+	tally   *tally
+	rows    int64
+	tiler   *tiler
+	tiled   bool          // the minute tiles came from the tiler
+	closing chan struct{} // closed once the tiler is released (tilerMinutes)
 }
 
-// Stage creates the staging table in tx and copies the source's rows into it.
-func Stage(ctx context.Context, tx pgx.Tx, src RowSource) (*Staging, error) {
+// Stage creates the staging table in tx and copies the source's rows into it, and
+// into a tiler on a second connection of the store's pool when one is free.
+func (s *Store) Stage(ctx context.Context, tx pgx.Tx, src RowSource) (*Staging, error) {
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
-	s := &Staging{table: "import_" + hex.EncodeToString(b), tally: newTally()}
-	if _, err := tx.Exec(ctx, `CREATE UNLOGGED TABLE `+s.table+` (line bigint NOT NULL, slot int NOT NULL,
+	st := &Staging{table: "import_" + hex.EncodeToString(b), tally: newTally()}
+	if _, err := tx.Exec(ctx, `CREATE UNLOGGED TABLE `+st.table+` (line bigint NOT NULL, slot int NOT NULL,
 		ts timestamptz NOT NULL, value float8 NOT NULL, context jsonb) WITH (autovacuum_enabled = false)`); err != nil {
 		return nil, fmt.Errorf("create the staging table: %w", err)
 	}
-	n, err := tx.CopyFrom(ctx, pgx.Identifier{s.table}, []string{"line", "slot", "ts", "value", "context"},
-		&copySource{src: src, tally: s.tally, vals: make([]any, 5)})
+	st.tiler = startTiler(ctx, s.Pool)
+	n, err := tx.CopyFrom(ctx, pgx.Identifier{st.table}, []string{"line", "slot", "ts", "value", "context"},
+		&copySource{src: src, tally: st.tally, tiler: st.tiler, vals: make([]any, 5)})
+	if st.tiler != nil && !st.tiler.endFeed(err) {
+		st.Close()
+	}
 	if err != nil {
+		st.Close()
 		return nil, fmt.Errorf("copy rows: %w", err)
 	}
-	s.rows = n
-	return s, nil
+	st.rows = n
+	return st, nil
+}
+
+// Close releases the tiler's connection, if the staging still holds one, or waits
+// for the release tilerMinutes began.
+func (s *Staging) Close() {
+	s.tiler.close()
+	s.tiler = nil
+	if s.closing != nil {
+		<-s.closing
+		s.closing = nil
+	}
 }
 
 // copySource feeds a RowSource to CopyFrom, tallying each row.
 type copySource struct {
 	src   RowSource
 	tally *tally
-	vals  []any // reused: CopyFrom encodes a row before it asks for the next
+	tiler *tiler // nil: none
+	vals  []any  // reused: CopyFrom encodes a row before it asks for the next
 }
 
 func (c *copySource) Next() bool { return c.src.Next() }
@@ -78,6 +100,9 @@ func (c *copySource) Err() error { return c.src.Err() }
 func (c *copySource) Values() ([]any, error) {
 	r := c.src.Row()
 	c.tally.add(r)
+	if c.tiler != nil {
+		c.tiler.add(r)
+	}
 	c.vals[0], c.vals[1], c.vals[2], c.vals[3] = r.Line, int32(r.Slot), time.UnixMilli(r.TS).UTC(), r.Value
 	c.vals[4] = nil
 	if r.Context != nil {
@@ -111,6 +136,7 @@ func (s *Staging) Write(ctx context.Context, tx pgx.Tx, keys []int64, t Targets)
 	if err := s.lockAndUnpack(ctx, tx, keys, t); err != nil {
 		return w, err
 	}
+	s.startTiles(ctx, keys)
 	if err := s.insert(ctx, tx, keys); err != nil {
 		return w, err
 	}
@@ -257,7 +283,7 @@ func (s *Staging) lastValues(ctx context.Context, tx pgx.Tx, keys []int64, t Tar
 
 // retile recomputes the tiles over what the import wrote: tile by tile (those holding
 // a staged row, found in the staging table) for the variables of at most maxTilePoints
-// rows, over their whole span (from "values") for the others.
+// rows, over their whole span (from "values", or the tiler's minutes) for the others.
 func (s *Staging) retile(ctx context.Context, tx pgx.Tx, keys []int64, marks map[int64]int64) error {
 	var bigK, bigLo, bigHi []int64
 	smallKeys := make([]int64, len(keys)) // by slot; 0 for the slots retiled over their span
@@ -271,7 +297,11 @@ func (s *Staging) retile(ctx context.Context, tx pgx.Tx, keys []int64, marks map
 			smallKeys[i], small = keys[i], true
 		}
 	}
-	if err := retileRanges(ctx, execIn(tx), bigK, bigLo, bigHi); err != nil {
+	first, err := s.tilerMinutes(ctx, tx, bigK, bigLo, bigHi)
+	if err != nil {
+		return err
+	}
+	if err := retileRanges(ctx, execIn(tx), first, bigK, bigLo, bigHi); err != nil {
 		return err
 	}
 	for _, t := range tiers.All[1:] { // a coarser tile holding the mark: CatchUp's to build
@@ -292,4 +322,62 @@ WHERE m.variable_id = ANY($1) AND v.id = m.variable_id AND m.tile > v.rollups_un
 		}
 	}
 	return nil
+}
+
+// startTiles has the tiler build the minute tiles of the variables retiled over their
+// span (more than maxTilePoints rows), now that the import holds their row locks; with
+// none, the tiler is closed.
+func (s *Staging) startTiles(ctx context.Context, keys []int64) {
+	if s.tiler == nil {
+		return
+	}
+	minute := tiers.All[0]
+	var jobs []tileJob
+	for i, st := range s.tally.slots {
+		if st.n > maxTilePoints {
+			jobs = append(jobs, tileJob{key: keys[i], slot: int32(i), dedup: !s.tally.oneWay(),
+				lo: time.UnixMilli(minute.Floor(st.from)).UTC(), hi: time.UnixMilli(minute.Floor(st.to) + minute.WidthMs()).UTC()})
+		}
+	}
+	if len(jobs) == 0 {
+		s.Close()
+		return
+	}
+	s.tiler.build(ctx, jobs)
+}
+
+// tilerMinutes puts the tiler's minute tiles over the ranges (a variable's [from, to],
+// ms, as retileRanges takes them) into tx, and returns the first tier left to retile:
+// 1, or 0 when there is no tiler or it failed.
+func (s *Staging) tilerMinutes(ctx context.Context, tx pgx.Tx, keys, froms, tos []int64) (int, error) {
+	if s.tiler == nil || len(keys) == 0 {
+		return 0, nil
+	}
+	defer func() { // its rollback (the staged rows' files go) overlaps the coarser tiers
+		t, done := s.tiler, make(chan struct{})
+		s.tiler, s.closing = nil, done
+		go func() {
+			defer close(done)
+			t.close()
+		}()
+	}()
+	minute := tiers.All[0]
+	var ks []int64
+	var los, his []time.Time
+	for j, k := range keys {
+		from, to := max(froms[j], 0), min(tos[j], MaxTimestamp)
+		if from <= to {
+			ks = append(ks, k)
+			los, his = append(los, time.UnixMilli(minute.Floor(from)).UTC()), append(his, time.UnixMilli(minute.Floor(to)+minute.WidthMs()).UTC())
+		}
+	}
+	err := s.tiler.moveInto(ctx, tx, ks, los, his)
+	switch {
+	case errors.Is(err, errTilerFailed):
+		return 0, nil
+	case err != nil:
+		return 0, err
+	}
+	s.tiled = true
+	return 1, nil
 }
