@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"time"
 
@@ -374,6 +375,7 @@ func (s *Staging) tilerMinutes(ctx context.Context, tx pgx.Tx, keys, froms, tos 
 	err := s.tiler.moveInto(ctx, tx, ks, los, his)
 	switch {
 	case errors.Is(err, errTilerFailed):
+		slog.Warn("history import: the tiler failed; the import tiles in its own transaction", "err", err)
 		return 0, nil
 	case err != nil:
 		return 0, err

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -266,7 +267,9 @@ func (t *tiler) close() {
 	}
 	t.endFeed(errTilerFailed)
 	if t.built != nil {
-		<-t.built
+		if err := <-t.built; err != nil {
+			slog.Debug("history import: the tiler's tiles, unused, failed", "err", err)
+		}
 		t.built = nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
