@@ -390,7 +390,7 @@ func TestImportClientGoneWritesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	copying := func() int {
-		return sqlCount(t, `SELECT count(*) FROM pg_stat_activity WHERE query ILIKE 'copy "import\_%'`)
+		return sqlCount(t, `SELECT count(*) FROM pg_stat_activity WHERE query ILIKE 'copy import\_%'`)
 	}
 	waitFor(t, "the import's COPY to run", func() bool { return copying() == 1 })
 	_ = conn.Close()

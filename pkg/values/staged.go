@@ -63,8 +63,8 @@ func (s *Store) Stage(ctx context.Context, tx pgx.Tx, src RowSource) (*Staging, 
 		return nil, fmt.Errorf("create the staging table: %w", err)
 	}
 	st.tiler = startTiler(ctx, s.Pool)
-	n, err := tx.CopyFrom(ctx, pgx.Identifier{st.table}, []string{"line", "slot", "ts", "value", "context"},
-		&copySource{src: src, tally: st.tally, tiler: st.tiler, vals: make([]any, 5)})
+	tag, err := tx.Conn().PgConn().CopyFrom(ctx, stagedRows(src, st.tally, st.tiler),
+		`COPY `+st.table+` (line, slot, ts, value, context) FROM STDIN (FORMAT binary)`)
 	if st.tiler != nil && !st.tiler.endFeed(err) {
 		st.Close()
 	}
@@ -72,7 +72,7 @@ func (s *Store) Stage(ctx context.Context, tx pgx.Tx, src RowSource) (*Staging, 
 		st.Close()
 		return nil, fmt.Errorf("copy rows: %w", err)
 	}
-	st.rows = n
+	st.rows = tag.RowsAffected()
 	return st, nil
 }
 
@@ -87,29 +87,25 @@ func (s *Staging) Close() {
 	}
 }
 
-// copySource feeds a RowSource to CopyFrom, tallying each row.
-type copySource struct {
-	src   RowSource
-	tally *tally
-	tiler *tiler // nil: none
-	vals  []any  // reused: CopyFrom encodes a row before it asks for the next
-}
-
-func (c *copySource) Next() bool { return c.src.Next() }
-func (c *copySource) Err() error { return c.src.Err() }
-
-func (c *copySource) Values() ([]any, error) {
-	r := c.src.Row()
-	c.tally.add(r)
-	if c.tiler != nil {
-		c.tiler.add(r)
-	}
-	c.vals[0], c.vals[1], c.vals[2], c.vals[3] = r.Line, int32(r.Slot), time.UnixMilli(r.TS).UTC(), r.Value
-	c.vals[4] = nil
-	if r.Context != nil {
-		c.vals[4] = r.Context
-	}
-	return c.vals, nil
+// stagedRows is the binary COPY stream of the source's rows (copyrows.go), each
+// tallied and fed to the tiler (nil: none) on its way.
+func stagedRows(src RowSource, tally *tally, t *tiler) *copyRows {
+	return newCopyRows(func(b []byte) ([]byte, bool, error) {
+		if !src.Next() {
+			return b, false, src.Err()
+		}
+		r := src.Row()
+		tally.add(r)
+		if t != nil {
+			t.add(r)
+		}
+		b = appendFields(b, 5)
+		b = appendInt8(b, r.Line)
+		b = appendInt4(b, int32(r.Slot))
+		b = appendTimestamptz(b, r.TS)
+		b = appendFloat8(b, r.Value)
+		return appendJSONB(b, r.Context), true, nil
+	})
 }
 
 // Span is what a write did to one variable: values with timestamps in [From, To] (ms).

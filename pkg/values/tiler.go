@@ -97,8 +97,7 @@ CREATE TEMPORARY TABLE tiler_tiles (LIKE `+tiers.All[0].Table+`)`)
 // copy runs the tiler's COPY of the rows fed to it.
 func (t *tiler) copy(ctx context.Context) {
 	defer close(t.copied)
-	src := &tilerSource{t: t}
-	_, t.copyErr = t.tx.CopyFrom(ctx, pgx.Identifier{"tiler_rows"}, []string{"line", "slot", "ts", "value"}, src)
+	_, t.copyErr = t.tx.Conn().PgConn().CopyFrom(ctx, t.feedRows(), `COPY tiler_rows (line, slot, ts, value) FROM STDIN (FORMAT binary)`)
 }
 
 // add feeds one staged row to the tiler.
@@ -133,33 +132,25 @@ func (t *tiler) endFeed(err error) bool {
 	return t.copyErr == nil && t.srcErr == nil
 }
 
-// tilerSource is the COPY's side of the feed.
-type tilerSource struct {
-	t     *tiler
-	batch []tilerRow
-	i     int
-	err   error // the source's end, read once the feed is closed (CopyFrom asks often)
+// feedRows is the COPY stream of the rows fed (copyrows.go).
+func (t *tiler) feedRows() *copyRows {
+	var batch []tilerRow
+	return newCopyRows(func(b []byte) ([]byte, bool, error) {
+		for len(batch) == 0 {
+			var ok bool
+			if batch, ok = <-t.feed; !ok {
+				return b, false, t.srcErr // set before the feed was closed
+			}
+		}
+		r := batch[0]
+		batch = batch[1:]
+		b = appendFields(b, 4)
+		b = appendInt8(b, r.line)
+		b = appendInt4(b, r.slot)
+		b = appendTimestamptz(b, r.ts)
+		return appendFloat8(b, r.value), true, nil
+	})
 }
-
-func (s *tilerSource) Next() bool {
-	if s.i+1 < len(s.batch) {
-		s.i++
-		return true
-	}
-	b, ok := <-s.t.feed
-	if !ok {
-		s.err = s.t.srcErr
-	}
-	s.batch, s.i = b, 0
-	return ok && len(b) > 0
-}
-
-func (s *tilerSource) Values() ([]any, error) {
-	r := s.batch[s.i]
-	return []any{r.line, r.slot, time.UnixMilli(r.ts).UTC(), r.value}, nil
-}
-
-func (s *tilerSource) Err() error { return s.err }
 
 // tileJob is one variable's minute tiles for the tiler to build: over [lo, hi), from
 // the staged rows of its slot (dedup: keep the last line of a timestamp).
