@@ -83,3 +83,36 @@ func TestRecordsQuoteAndZone(t *testing.T) {
 		t.Errorf("Disposition %q", d)
 	}
 }
+
+// TestDotWithoutContextAsEncodingCSV: a dot without a context, which Dot writes without
+// encoding/csv, is the bytes encoding/csv writes for the same fields, whatever the
+// number's form and in either time format.
+func TestDotWithoutContextAsEncodingCSV(t *testing.T) {
+	tokyo, err := time.LoadLocation("Asia/Tokyo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, zone := range []*time.Location{nil, tokyo} {
+		var got, want bytes.Buffer
+		w, plain := csvout.NewWriter(&got, zone), csv.NewWriter(&want)
+		for i := range 10_000 {
+			v := math.Float64frombits(rng.Uint64())
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				v = float64(i) * -1e-7
+			}
+			ts, created := rng.Int64N(1<<42)-1<<40, rng.Int64N(1<<42)
+			if err := w.Dot(ts, v, nil, created); err != nil {
+				t.Fatal(err)
+			}
+			_ = plain.Write([]string{w.Time(ts), csvout.Number(v), "{}", w.Time(created)})
+		}
+		if err := w.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		plain.Flush()
+		if !bytes.Equal(got.Bytes(), want.Bytes()) {
+			t.Fatalf("zone %v: Dot wrote other bytes than encoding/csv", zone)
+		}
+	}
+}

@@ -3,7 +3,8 @@
 //
 //   - rows of "values" and their writes: the batch upsert with lastValue/lastActivity
 //     (write.go), range deletes, the range replace of computed values (replace.go), a
-//     history import's rows through a staging table (staged.go, tally.go);
+//     history import's rows through a staging table (staged.go, tally.go, copyrows.go),
+//     its minute tiles built beside its upsert on a second connection (tiler.go);
 //   - packed days in values_packed: packing, the packer loop, unpacking before a write
 //     (packed.go, pack.go);
 //   - the rollup tiles of every tier: kept by each write, rebuilt, retiled, caught up
