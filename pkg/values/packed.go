@@ -230,13 +230,15 @@ func unpackOld(ctx context.Context, tx pgx.Tx, rows []Row, t Targets) error {
 		return nil
 	}
 	devIDs, _ := sortedDevices(slices.Clone(t.Devices)) // it compacts in place: writeRows reads t after
-	return lockAndUnpackDays(ctx, tx, devIDs, vars, vars, days)
+	_, _, err := lockAndUnpackDays(ctx, tx, devIDs, vars, vars, days)
+	return err
 }
 
 // lockAndUnpackDays takes the devices' and variables' rows in the writers' lock order
 // (devices, then variables, by key), then unpacks those of the (variable, day) pairs
-// that are packed: a write into a packed day goes to rows, as every other write.
-func lockAndUnpackDays(ctx context.Context, tx pgx.Tx, devIDs, lockVars, vars []int64, days []time.Time) error {
+// that are packed: a write into a packed day goes to rows, as every other write. It
+// returns the pairs it unpacked.
+func lockAndUnpackDays(ctx context.Context, tx pgx.Tx, devIDs, lockVars, vars []int64, days []time.Time) ([]int64, []time.Time, error) {
 	var packedVars []int64
 	var packedDays []time.Time
 	b := &pgx.Batch{}
@@ -253,15 +255,15 @@ func lockAndUnpackDays(ctx context.Context, tx pgx.Tx, devIDs, lockVars, vars []
 		return err
 	})
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
-		return fmt.Errorf("lock the targets and look for packed days: %w", err)
+		return nil, nil, fmt.Errorf("lock the targets and look for packed days: %w", err)
 	}
 	if len(packedVars) == 0 {
-		return nil
+		return nil, nil, nil
 	}
 	if err := unpackDays(ctx, execIn(tx), packedVars, packedDays); err != nil {
-		return fmt.Errorf("before writing: %w", err)
+		return nil, nil, fmt.Errorf("before writing: %w", err)
 	}
-	return nil
+	return packedVars, packedDays, nil
 }
 
 // oldDays are the distinct (variable, UTC day) pairs of the rows (sorted by (variable,

@@ -19,15 +19,30 @@ func retileRange(ctx context.Context, exec Exec, key, from, to int64) error {
 	for i, t := range tiers.All {
 		lo := time.UnixMilli(t.Floor(from)).UTC()
 		hi := time.UnixMilli(t.Floor(to)).UTC().Add(t.Width)
-		if err := exec(ctx, `DELETE FROM `+t.Table+` WHERE variable_id = $1 AND tile >= $2 AND tile < $3`, key, lo, hi); err != nil {
+		if err := exec(ctx, `DELETE FROM `+t.Table+` m WHERE variable_id = $1 AND tile >= $2 AND tile < $3`+
+			outsidePackedDays(i, "m"), key, lo, hi); err != nil {
 			return fmt.Errorf("retile %s: %w", t.Table, err)
 		}
 		cond := `src.variable_id = $1 AND ` + sourceTime(i) + ` >= $2 AND ` + sourceTime(i) + ` < $3`
-		if err := exec(ctx, `INSERT INTO `+t.Table+` (`+tileColumns+`) `+tileSource(i, cond), key, lo, hi); err != nil {
+		if err := exec(ctx, `INSERT INTO `+t.Table+` (`+tileColumns+`)
+SELECT f.* FROM (`+tileSource(i, cond)+`) AS f(`+tileColumns+`) WHERE true`+outsidePackedDays(i, "f"), key, lo, hi); err != nil {
 			return fmt.Errorf("retile %s: %w", t.Table, err)
 		}
 	}
 	return nil
+}
+
+// outsidePackedDays is the condition (" AND …", or "" for the finest tier) that the
+// tile of table alias a (a coarser tier's: within one UTC day) lies outside every packed
+// day of its variable. A packed day has no rows and no minute tiles, so its coarser
+// tiles come from its packed dots (PackDay) and were left alone by the write; a retile
+// from the tiers below would drop them.
+func outsidePackedDays(i int, a string) string {
+	if i == 0 {
+		return ""
+	}
+	return ` AND NOT EXISTS (SELECT FROM values_packed p WHERE p.variable_id = ` + a + `.variable_id
+    AND p.day = time_bucket(INTERVAL '1 day', ` + a + `.tile))`
 }
 
 // retileRanges is retileRange of many (variable, [from, to]) ranges at once, tiers
@@ -70,13 +85,13 @@ func retileRanges(ctx context.Context, exec Exec, first int, keys, froms, tos []
 			return nil
 		}
 		if err := exec(ctx, `DELETE FROM `+t.Table+` m USING unnest($1::bigint[], $2::timestamptz[], $3::timestamptz[]) AS w(variable_id, lo, hi)
-WHERE m.variable_id = w.variable_id AND m.tile >= w.lo AND m.tile < w.hi`, ks, los, his); err != nil {
+WHERE m.variable_id = w.variable_id AND m.tile >= w.lo AND m.tile < w.hi`+outsidePackedDays(i, "m"), ks, los, his); err != nil {
 			return fmt.Errorf("retile %s: %w", t.Table, err)
 		}
 		cond := `src.variable_id = w.variable_id AND ` + sourceTime(i) + ` >= w.lo AND ` + sourceTime(i) + ` < w.hi`
 		if err := exec(ctx, `INSERT INTO `+t.Table+` (`+tileColumns+`)
 SELECT f.* FROM unnest($1::bigint[], $2::timestamptz[], $3::timestamptz[]) AS w(variable_id, lo, hi)
-CROSS JOIN LATERAL (`+tileSource(i, cond)+`) f`, ks, los, his); err != nil {
+CROSS JOIN LATERAL (`+tileSource(i, cond)+`) AS f(`+tileColumns+`) WHERE true`+outsidePackedDays(i, "f"), ks, los, his); err != nil {
 			return fmt.Errorf("retile %s: %w", t.Table, err)
 		}
 	}

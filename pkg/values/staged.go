@@ -130,10 +130,11 @@ func (s *Staging) Write(ctx context.Context, tx pgx.Tx, keys []int64, t Targets)
 	if len(keys) < len(s.tally.slots) {
 		return w, fmt.Errorf("write staged rows: %d slots, %d keys", len(s.tally.slots), len(keys))
 	}
-	if err := s.lockAndUnpack(ctx, tx, keys, t); err != nil {
+	unpackedVars, unpackedDays, err := s.lockAndUnpack(ctx, tx, keys, t)
+	if err != nil {
 		return w, err
 	}
-	s.startTiles(ctx, keys)
+	s.startTiles(ctx, keys, unpackedVars, unpackedDays)
 	if err := s.insert(ctx, tx, keys); err != nil {
 		return w, err
 	}
@@ -230,8 +231,9 @@ SET value = EXCLUDED.value, context = EXCLUDED.context, created_at = now()`
 }
 
 // lockAndUnpack takes the targets' rows in the writers' lock order (devices, then
-// variables, by key) and unpacks the packed days the rows fall in, as unpackOld does.
-func (s *Staging) lockAndUnpack(ctx context.Context, tx pgx.Tx, keys []int64, t Targets) error {
+// variables, by key) and unpacks the packed days the rows fall in, as unpackOld does;
+// it returns the (variable, day) pairs it unpacked.
+func (s *Staging) lockAndUnpack(ctx context.Context, tx pgx.Tx, keys []int64, t Targets) ([]int64, []time.Time, error) {
 	devIDs, _ := sortedDevices(slices.Clone(t.Devices))
 	vars, days := s.tally.oldDays(keys)
 	return lockAndUnpackDays(ctx, tx, devIDs, keys, vars, days)
@@ -322,9 +324,11 @@ WHERE m.variable_id = ANY($1) AND v.id = m.variable_id AND m.tile > v.rollups_un
 }
 
 // startTiles has the tiler build the minute tiles of the variables retiled over their
-// span (more than maxTilePoints rows), now that the import holds their row locks; with
+// span (more than maxTilePoints rows), now that the import holds their row locks and
+// has unpacked the (variable, day) pairs given (the tiler reads those days' dots
+// packed, as they were: a packed day the import left alone has no minute tiles); with
 // none, the tiler is closed.
-func (s *Staging) startTiles(ctx context.Context, keys []int64) {
+func (s *Staging) startTiles(ctx context.Context, keys, unpackedVars []int64, unpackedDays []time.Time) {
 	if s.tiler == nil {
 		return
 	}
@@ -332,8 +336,14 @@ func (s *Staging) startTiles(ctx context.Context, keys []int64) {
 	var jobs []tileJob
 	for i, st := range s.tally.slots {
 		if st.n > maxTilePoints {
-			jobs = append(jobs, tileJob{key: keys[i], slot: int32(i), dedup: !s.tally.oneWay(),
-				lo: time.UnixMilli(minute.Floor(st.from)).UTC(), hi: time.UnixMilli(minute.Floor(st.to) + minute.WidthMs()).UTC()})
+			j := tileJob{key: keys[i], slot: int32(i), dedup: !s.tally.oneWay(),
+				lo: time.UnixMilli(minute.Floor(st.from)).UTC(), hi: time.UnixMilli(minute.Floor(st.to) + minute.WidthMs()).UTC()}
+			for k, v := range unpackedVars {
+				if v == j.key {
+					j.unpacked = append(j.unpacked, unpackedDays[k])
+				}
+			}
+			jobs = append(jobs, j)
 		}
 	}
 	if len(jobs) == 0 {

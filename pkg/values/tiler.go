@@ -153,12 +153,14 @@ func (t *tiler) feedRows() *copyRows {
 }
 
 // tileJob is one variable's minute tiles for the tiler to build: over [lo, hi), from
-// the staged rows of its slot (dedup: keep the last line of a timestamp).
+// the staged rows of its slot (dedup: keep the last line of a timestamp), the stored
+// rows and the packed dots of the days the import unpacked.
 type tileJob struct {
-	key    int64
-	slot   int32
-	lo, hi time.Time
-	dedup  bool
+	key      int64
+	slot     int32
+	lo, hi   time.Time
+	dedup    bool
+	unpacked []time.Time // UTC days
 }
 
 // build starts computing the jobs' tiles. The caller holds the variables' row locks:
@@ -173,7 +175,7 @@ func (t *tiler) build(ctx context.Context, jobs []tileJob) {
 			return
 		}
 		for _, j := range jobs {
-			if _, err := t.tx.Exec(ctx, tilerTilesSQL(j.dedup), j.key, j.slot, j.lo, j.hi); err != nil {
+			if _, err := t.tx.Exec(ctx, tilerTilesSQL(j.dedup), j.key, j.slot, j.lo, j.hi, j.unpacked); err != nil {
 				t.built <- fmt.Errorf("tiler: %w", err)
 				return
 			}
@@ -183,8 +185,9 @@ func (t *tiler) build(ctx context.Context, jobs []tileJob) {
 }
 
 // tilerTilesSQL computes into tiler_tiles the minute tiles over [$3, $4) of the variable
-// $1: its staged rows (slot $2) and its rows and packed dots that none of them replaces,
-// as stored before the import (the import's unpack of packed days is not committed).
+// $1: its staged rows (slot $2) and its rows and packed dots of the days the import
+// unpacked ($5) that none of them replaces, as stored before the import (the import's
+// unpack is not committed). A packed day it did not unpack keeps no minute tiles.
 func tilerTilesSQL(dedup bool) string {
 	staged := `SELECT $1::bigint AS variable_id, s.ts, s.value FROM tiler_rows s WHERE s.slot = $2`
 	if dedup {
@@ -196,7 +199,8 @@ func tilerTilesSQL(dedup bool) string {
       SELECT o.variable_id, o.ts, o.value
       FROM (SELECT variable_id, ts, value FROM "values" WHERE variable_id = $1 AND ts >= $3 AND ts < $4
             UNION ALL
-            SELECT variable_id, ts, value FROM packed_values(ARRAY[$1::bigint], $3, $4) WHERE ts < $4) o
+            SELECT variable_id, ts, value FROM packed_values(ARRAY[$1::bigint], $3, $4)
+            WHERE ts < $4 AND time_bucket(INTERVAL '1 day', ts) = ANY($5::timestamptz[])) o
       WHERE NOT EXISTS (SELECT FROM tiler_rows s WHERE s.slot = $2 AND s.ts = o.ts)) x`
 	return `INSERT INTO tiler_tiles (` + tileColumns + `)
 ` + rawTileSQL(interval(tiers.All[0]), from, `true`)

@@ -52,8 +52,9 @@ func importRows(t *testing.T, s testenv.Seeded, rows []values.Row) bool {
 // span has its minute tiles built on a second connection while it upserts, from the
 // staged rows and the stored values they do not replace (rows and a packed day), and
 // every tier then matches the values: an import into an empty period, one over stored
-// values (every other timestamp replaced, the rest new), and one whose file repeats
-// timestamps out of order (the last line wins).
+// values (every other timestamp replaced, the rest new), one whose file repeats
+// timestamps out of order (the last line wins), and one around a packed day it does
+// not touch.
 func TestImportTilesBesideTheUpsert(t *testing.T) {
 	ctx := context.Background()
 	day := time.Date(2020, 3, 1, 0, 0, 0, 0, time.UTC)
@@ -71,6 +72,9 @@ func TestImportTilesBesideTheUpsert(t *testing.T) {
 		t.Helper()
 		ms, err := store.CheckVariable(ctx, s.VariableKey, time.Time{})
 		if err != nil || len(ms) != 0 {
+			for _, m := range ms[:min(3, len(ms))] {
+				t.Logf("%s %v: n %v, rolled %v", m.Table, m.Tile, deref(m.N), deref(m.Rolled))
+			}
 			t.Fatalf("%s: %d tiles differ from the values (%v)", what, len(ms), err)
 		}
 		var n int
@@ -114,9 +118,37 @@ func TestImportTilesBesideTheUpsert(t *testing.T) {
 		t.Fatal("repeated timestamps: the minute tiles did not come from the tiler")
 	}
 	check("repeated timestamps", 55_000+12_500)
+	// around a packed day the import leaves alone: its dots stay packed, without minute
+	// tiles, while the days on both sides are tiled
+	d2 := t0 + 2*86400_000
+	rows = rows[:0]
+	for i := range 100 {
+		rows = append(rows, values.Row{TS: d2 + int64(i)*60_000, Value: float64(i)})
+	}
+	importRows(t, s, rows)
+	if n, err := store.PackDay(ctx, s.VariableKey, time.UnixMilli(d2).UTC()); err != nil || n != 100 {
+		t.Fatalf("packed %d (%v)", n, err)
+	}
+	rows = rows[:0]
+	for i := range 10_500 {
+		rows = append(rows, values.Row{TS: d2 - 86400_000 + int64(i)*5000, Value: float64(i)},
+			values.Row{TS: d2 + 86400_000 + int64(i)*5000, Value: -float64(i)})
+	}
+	if !importRows(t, s, rows) {
+		t.Fatal("around a packed day: the minute tiles did not come from the tiler")
+	}
+	check("around a packed day", 55_000+12_500+100+21_000)
+
 	var bad int
-	if err := env.DB.Pool.QueryRow(ctx, `SELECT count(*) FROM "values" WHERE variable_id = $1 AND ts >= $2 AND value = 1`,
-		s.VariableKey, time.UnixMilli(stored[0].TS)).Scan(&bad); err != nil || bad != 0 {
+	if err := env.DB.Pool.QueryRow(ctx, `SELECT count(*) FROM "values" WHERE variable_id = $1 AND ts BETWEEN $2 AND $3 AND value = 1`,
+		s.VariableKey, time.UnixMilli(stored[0].TS), time.UnixMilli(stored[len(stored)-1].TS)).Scan(&bad); err != nil || bad != 0 {
 		t.Fatalf("%d values from a line a later one repeats (%v)", bad, err)
 	}
+}
+
+func deref(p *int32) any {
+	if p == nil {
+		return nil
+	}
+	return *p
 }
