@@ -1,7 +1,7 @@
 // Package testcontainers starts a TimescaleDB container for the tests and for
 // `sensorapi serve` without DATABASE_URL. It makes sure a Docker daemon answers and,
-// where the official image can be neither found nor pulled, builds one from Debian
-// packages (image/build.sh).
+// where the official image is not present, builds one from Debian packages
+// (image/build.sh); it pulls nothing unless TIMESCALEDB_IMAGE names an image.
 package testcontainers
 
 import (

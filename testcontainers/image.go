@@ -11,9 +11,9 @@ import (
 )
 
 const (
-	// OfficialImage is used where it can be found or pulled.
+	// OfficialImage is used where it is present (set TIMESCALEDB_IMAGE to it to pull it).
 	OfficialImage = "timescale/timescaledb:latest-pg17"
-	// LocalImage is built from Debian packages by image/build.sh where it cannot.
+	// LocalImage is built from Debian packages by image/build.sh where it is not.
 	LocalImage = "sensorapi/timescaledb:pg17-local"
 )
 
@@ -21,8 +21,9 @@ const (
 var recipe embed.FS
 
 // ResolveImage returns the TimescaleDB image to run. TIMESCALEDB_IMAGE, when set, must
-// be present or pullable. Otherwise the official image is used when present or
-// pullable, else the local one, built once when missing.
+// be present or pullable. Otherwise the official image is used when present, else the
+// local one, built once when missing: nothing is pulled unless asked for, since many CI
+// machines (this project's among them) may reach no registry, and should not try.
 func ResolveImage(ctx context.Context) (string, error) {
 	if img := os.Getenv("TIMESCALEDB_IMAGE"); img != "" {
 		if imagePresent(ctx, img) || pull(ctx, img) == nil {
@@ -35,9 +36,6 @@ func ResolveImage(ctx context.Context) (string, error) {
 	}
 	if imagePresent(ctx, LocalImage) {
 		return LocalImage, nil
-	}
-	if pull(ctx, OfficialImage) == nil {
-		return OfficialImage, nil
 	}
 	err := exclusive(ctx, func() error {
 		if imagePresent(ctx, LocalImage) { // another process built it meanwhile

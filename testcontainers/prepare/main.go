@@ -1,6 +1,6 @@
 // Command prepare readies this machine for the tests and `make run`: a Docker daemon
-// that answers (installed and started when needed) and a TimescaleDB image (pulled, or
-// built from Debian packages), and with -ha the Patroni image. It does its work once, before test packages start in
+// that answers (installed and started when needed) and a TimescaleDB image (present, or
+// built from Debian packages; pulled only when TIMESCALEDB_IMAGE names it), and with -ha the Patroni image. It does its work once, before test packages start in
 // parallel, and is quick when everything is already there. A first run says so, and
 // prints each step as it starts with a line every 10 s while it runs.
 package main

@@ -40,10 +40,10 @@ func WithAdminToken(token string) tc.CustomizeRequestOption {
 	return tc.WithEnv(map[string]string{"SENSORAPI_ADMIN_TOKEN": token})
 }
 
-// Run starts TimescaleDB (the official image, or one built from Debian packages where
-// no registry answers) and the service image img ("" for DefaultImage) on a Docker
-// network of their own. When img is neither present nor pullable, it is built from
-// this module's source (BuildImage).
+// Run starts TimescaleDB (the official image when present, else one built from Debian
+// packages) and the service image img ("" for DefaultImage) on a Docker network of
+// their own. DefaultImage, when missing, is built from this module's source
+// (BuildImage); another name is pulled when missing.
 func Run(ctx context.Context, img string, opts ...tc.ContainerCustomizer) (*Container, error) {
 	if img == "" {
 		img = DefaultImage
@@ -120,8 +120,8 @@ func (c *Container) cleanup(ctx context.Context) {
 	}
 }
 
-// ensureImage makes img available: present, pulled, or (only for the default name)
-// built from source.
+// ensureImage makes img available: present, built from source (the default name, which
+// no registry holds: it is not pulled), or pulled (a name of the caller's).
 func ensureImage(ctx context.Context, img string) error {
 	if err := testcontainers.EnsureDocker(ctx); err != nil {
 		return err
@@ -129,13 +129,13 @@ func ensureImage(ctx context.Context, img string) error {
 	if exec.CommandContext(ctx, "docker", "image", "inspect", img).Run() == nil {
 		return nil
 	}
-	if exec.CommandContext(ctx, "docker", "pull", "-q", img).Run() == nil {
-		return nil
+	if img == DefaultImage {
+		return BuildImage(ctx, img)
 	}
-	if img != DefaultImage {
+	if exec.CommandContext(ctx, "docker", "pull", "-q", img).Run() != nil {
 		return errors.New("sensorapi: image " + img + " is neither present nor pullable")
 	}
-	return BuildImage(ctx, img)
+	return nil
 }
 
 func randomToken() (string, error) {
