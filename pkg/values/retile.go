@@ -45,6 +45,13 @@ func outsidePackedDays(i int, a string) string {
     AND p.day = time_bucket(INTERVAL '1 day', ` + a + `.tile))`
 }
 
+// deleteRangesSQL deletes the tiles of tier i in the (variable, [lo, hi)) ranges ($1,
+// $2, $3), but those of packed days (outsidePackedDays).
+func deleteRangesSQL(i int) string {
+	return `DELETE FROM ` + tiers.All[i].Table + ` m USING unnest($1::bigint[], $2::timestamptz[], $3::timestamptz[]) AS w(variable_id, lo, hi)
+WHERE m.variable_id = w.variable_id AND m.tile >= w.lo AND m.tile < w.hi` + outsidePackedDays(i, "m")
+}
+
 // retileRanges is retileRange of many (variable, [from, to]) ranges at once, tiers
 // from the first on (a history import's tiler may have built the finest), two
 // statements per tier whatever their number: Replace recomputes the ranges of many
@@ -84,8 +91,7 @@ func retileRanges(ctx context.Context, exec Exec, first int, keys, froms, tos []
 		if len(ks) == 0 {
 			return nil
 		}
-		if err := exec(ctx, `DELETE FROM `+t.Table+` m USING unnest($1::bigint[], $2::timestamptz[], $3::timestamptz[]) AS w(variable_id, lo, hi)
-WHERE m.variable_id = w.variable_id AND m.tile >= w.lo AND m.tile < w.hi`+outsidePackedDays(i, "m"), ks, los, his); err != nil {
+		if err := exec(ctx, deleteRangesSQL(i), ks, los, his); err != nil {
 			return fmt.Errorf("retile %s: %w", t.Table, err)
 		}
 		cond := `src.variable_id = w.variable_id AND ` + sourceTime(i) + ` >= w.lo AND ` + sourceTime(i) + ` < w.hi`

@@ -52,8 +52,9 @@ type Staging struct {
 	closing chan struct{} // closed once the tiler is released (tilerMinutes)
 }
 
-// Stage creates the staging table in tx and copies the source's rows into it, and
-// into a tiler on a second connection of the store's pool when one is free.
+// Stage creates the staging table in tx and copies the source's rows into it, and,
+// past maxTilePoints rows, into a tiler on a second connection of the store's pool
+// when one is free.
 func (s *Store) Stage(ctx context.Context, tx pgx.Tx, src RowSource) (*Staging, error) {
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
@@ -62,8 +63,8 @@ func (s *Store) Stage(ctx context.Context, tx pgx.Tx, src RowSource) (*Staging, 
 		ts timestamptz NOT NULL, value float8 NOT NULL, context jsonb) WITH (autovacuum_enabled = false)`); err != nil {
 		return nil, fmt.Errorf("create the staging table: %w", err)
 	}
-	st.tiler = startTiler(ctx, s.Pool)
-	tag, err := tx.Conn().PgConn().CopyFrom(ctx, stagedRows(src, st.tally, st.tiler),
+	st.tiler = newTiler(s.Pool)
+	tag, err := tx.Conn().PgConn().CopyFrom(ctx, stagedRows(ctx, src, st.tally, st.tiler),
 		`COPY `+st.table+` (line, slot, ts, value, context) FROM STDIN (FORMAT binary)`)
 	if st.tiler != nil && !st.tiler.endFeed(err) {
 		st.Close()
@@ -89,7 +90,7 @@ func (s *Staging) Close() {
 
 // stagedRows is the binary COPY stream of the source's rows (copyrows.go), each
 // tallied and fed to the tiler (nil: none) on its way.
-func stagedRows(src RowSource, tally *tally, t *tiler) *copyRows {
+func stagedRows(ctx context.Context, src RowSource, tally *tally, t *tiler) *copyRows {
 	return newCopyRows(func(b []byte) ([]byte, bool, error) {
 		if !src.Next() {
 			return b, false, src.Err()
@@ -97,7 +98,7 @@ func stagedRows(src RowSource, tally *tally, t *tiler) *copyRows {
 		r := src.Row()
 		tally.add(r)
 		if t != nil {
-			t.add(r)
+			t.add(ctx, r)
 		}
 		b = appendFields(b, 5)
 		b = appendInt8(b, r.Line)

@@ -47,8 +47,15 @@ const tilerAcquireWait = time.Second
 const tilerLockWait = "2s"
 
 // tiler is the second connection of one import, in a transaction of its own that
-// holds its temporary tables (tiler_rows, tiler_tiles) and ends in a rollback.
+// holds its temporary tables (tiler_rows, tiler_tiles) and ends in a rollback. It
+// starts once the import has passed maxTilePoints rows (a smaller import has no
+// variable to tile over its span, and should not pay for a connection and two tables),
+// with the rows held until then.
 type tiler struct {
+	pool    *pgxpool.Pool
+	started bool // the connection is open and its COPY running
+	gaveUp  bool // it could not start: the import tiles itself
+
 	conn *pgxpool.Conn
 	tx   pgx.Tx
 
@@ -62,36 +69,43 @@ type tiler struct {
 	built chan error // the tile statements' end, once started
 }
 
-// startTiler opens a tiler on a connection of pool, or returns nil when none is free
-// soon or it cannot start (the import then tiles in its own transaction).
-func startTiler(ctx context.Context, pool *pgxpool.Pool) *tiler {
+// newTiler is an import's tiler on pool (nil: none).
+func newTiler(pool *pgxpool.Pool) *tiler {
 	if pool == nil {
 		return nil
 	}
-	if st := pool.Stat(); st.IdleConns() == 0 && st.TotalConns() >= st.MaxConns() {
-		return nil
+	return &tiler{pool: pool}
+}
+
+// start opens the tiler's connection, its transaction and tables and its COPY, and
+// tells whether it could: not when no connection is free soon.
+func (t *tiler) start(ctx context.Context) bool {
+	if st := t.pool.Stat(); st.IdleConns() == 0 && st.TotalConns() >= st.MaxConns() {
+		return false
 	}
 	actx, cancel := context.WithTimeout(ctx, tilerAcquireWait)
 	defer cancel()
-	conn, err := pool.Acquire(actx)
+	conn, err := t.pool.Acquire(actx)
 	if err != nil {
-		return nil
+		return false
 	}
-	t := &tiler{conn: conn, feed: make(chan []tilerRow, 4), copied: make(chan struct{})}
-	if t.tx, err = conn.Begin(ctx); err == nil {
-		_, err = t.tx.Exec(ctx, `SET LOCAL statement_timeout = 0; SET LOCAL lock_timeout = '`+tilerLockWait+`';
+	tx, err := conn.Begin(ctx)
+	if err == nil {
+		_, err = tx.Exec(ctx, `SET LOCAL statement_timeout = 0; SET LOCAL lock_timeout = '`+tilerLockWait+`';
 CREATE TEMPORARY TABLE tiler_rows (line bigint NOT NULL, slot int NOT NULL, ts timestamptz NOT NULL, value float8 NOT NULL);
 CREATE TEMPORARY TABLE tiler_tiles (LIKE `+tiers.All[0].Table+`)`)
+		if err != nil {
+			_ = tx.Rollback(context.WithoutCancel(ctx))
+		}
 	}
 	if err != nil {
-		if t.tx != nil {
-			_ = t.tx.Rollback(context.WithoutCancel(ctx))
-		}
 		conn.Release()
-		return nil
+		return false
 	}
+	t.conn, t.tx, t.started = conn, tx, true
+	t.feed, t.copied = make(chan []tilerRow, 4), make(chan struct{})
 	go t.copy(ctx)
-	return t
+	return true
 }
 
 // copy runs the tiler's COPY of the rows fed to it.
@@ -100,10 +114,22 @@ func (t *tiler) copy(ctx context.Context) {
 	_, t.copyErr = t.tx.Conn().PgConn().CopyFrom(ctx, t.feedRows(), `COPY tiler_rows (line, slot, ts, value) FROM STDIN (FORMAT binary)`)
 }
 
-// add feeds one staged row to the tiler.
-func (t *tiler) add(r StagedRow) {
+// add feeds one staged row to the tiler, starting it past maxTilePoints rows.
+func (t *tiler) add(ctx context.Context, r StagedRow) {
+	if t.gaveUp {
+		return
+	}
 	t.buf = append(t.buf, tilerRow{line: r.Line, slot: int32(r.Slot), ts: r.TS, value: r.Value})
-	if len(t.buf) == tilerBatch {
+	if !t.started {
+		if len(t.buf) <= maxTilePoints {
+			return
+		}
+		if !t.start(ctx) {
+			t.gaveUp, t.buf = true, nil
+			return
+		}
+	}
+	if len(t.buf) >= tilerBatch {
 		t.send()
 	}
 }
@@ -121,8 +147,12 @@ func (t *tiler) send() {
 }
 
 // endFeed ends the rows (err: the source failed, and so does the COPY) and waits for
-// the COPY; it tells whether the tiler holds every row. It may be called again.
+// the COPY; it tells whether the tiler holds every row (false also when it never
+// started). It may be called again.
 func (t *tiler) endFeed(err error) bool {
+	if !t.started {
+		return false
+	}
 	if !t.fed {
 		t.send()
 		t.srcErr, t.fed = err, true
@@ -227,8 +257,7 @@ func (t *tiler) moveInto(ctx context.Context, tx pgx.Tx, keys []int64, los, his 
 		return errors.Join(errTilerFailed, err)
 	}
 	table := tiers.All[0].Table
-	if _, err := tx.Exec(ctx, `DELETE FROM `+table+` m USING unnest($1::bigint[], $2::timestamptz[], $3::timestamptz[]) AS w(variable_id, lo, hi)
-WHERE m.variable_id = w.variable_id AND m.tile >= w.lo AND m.tile < w.hi`, keys, los, his); err != nil {
+	if _, err := tx.Exec(ctx, deleteRangesSQL(0), keys, los, his); err != nil {
 		return fmt.Errorf("retile %s: %w", table, err)
 	}
 	return t.pipeTiles(ctx, tx, table)
@@ -257,7 +286,7 @@ func (t *tiler) pipeTiles(ctx context.Context, tx pgx.Tx, table string) error {
 // close ends the tiler once its goroutines have: its transaction rolls back (its tables
 // go) and the connection goes back to the pool (or is closed, if it is not idle).
 func (t *tiler) close() {
-	if t == nil {
+	if t == nil || !t.started {
 		return
 	}
 	t.endFeed(errTilerFailed)
