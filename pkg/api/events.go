@@ -114,10 +114,11 @@ func (s *Server) updateEvent(full bool) handlerFunc {
 	}
 }
 
-// eventsChanged tells this instance's evaluator that events changed.
-func (s *Server) eventsChanged(ctx context.Context) {
+// eventsChanged tells this instance's evaluator that the request's account's events
+// changed.
+func (s *Server) eventsChanged(c *gin.Context) {
 	if s.EventsChanged != nil {
-		s.EventsChanged(ctx)
+		s.EventsChanged(c, account(c).ID)
 	}
 }
 

@@ -756,6 +756,78 @@ func TestEventStaleEntryTransitionOnce(t *testing.T) {
 	}
 }
 
+// TestEventEntriesScopedToTheirAccount: an instance evaluates an account's writes in
+// memory; another account's new event, relabelled device and deleted variable (told
+// by notification: through another instance and psql) leave those entries alone, while
+// a change in the account itself sends its next write to the database.
+func TestEventEntriesScopedToTheirAccount(t *testing.T) {
+	cfg := eventConfig()
+	cfg.Events.Sweep = time.Minute // no flush, no sweep: only the paths under test
+	a, _ := eventInstanceWith(t, cfg)
+	b, _ := eventInstanceWith(t, cfg)
+	mine, other := env.NewAccount(t), env.NewAccount(t)
+	rcv := newReceiver(t)
+	evaluations := func(path string) float64 {
+		return metricOf(t, a, "sensorapi_event_evaluations_total", "path", path)
+	}
+	waitFor := func(what string, ok func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(testenv.Patience); !ok(); time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not after %v", what, testenv.Patience)
+			}
+		}
+	}
+	// an event of b's creation reaches a only by notification: a watches its variable then
+	watchedByA := func(c *testenv.Client, device string) {
+		t.Helper()
+		postDot(t, c, device, "v", 0, 1000)
+		ev := createEvent(t, c, map[string]any{"label": device, "condition": map[string]any{
+			"variable": device + ".v", "operator": ">", "value": 50}, "actions": []any{webhook(rcv)}})
+		var key int64
+		if err := env.DB.NewRaw(`SELECT variable_id FROM events WHERE public_id = ?`, ev["id"]).Scan(context.Background(), &key); err != nil {
+			t.Fatal(err)
+		}
+		waitFor("a watches "+device+".v", func() bool { return a.Server.Events.Watches(key) })
+	}
+	am := a.As(mine)
+	postDot(t, am, "m", "v", 0, 1000)
+	evID := createEvent(t, am, map[string]any{"label": "m", "condition": map[string]any{
+		"variable": "m.v", "operator": ">", "value": 50}, "actions": []any{webhook(rcv)}})["id"]
+	postDot(t, am, "m", "v", 0, 2000) // no entry yet: from the database
+	waitFor("a evaluates from the database", func() bool {
+		var last *int64
+		err := env.DB.NewRaw(`SELECT s.last_ts FROM event_states s JOIN events e ON e.id = s.event_id WHERE e.public_id = ?`,
+			evID).Scan(context.Background(), &last)
+		return err == nil && last != nil && *last == 2000
+	})
+	postDot(t, am, "m", "v", 0, 3000)
+	waitFor("a evaluates in memory", func() bool { return evaluations("memory") == 1 })
+	fromDB := evaluations("database")
+
+	bo := b.As(other)
+	postDot(t, bo, "o", "w", 0, 1000)
+	for _, stmt := range []string{`UPDATE devices SET label = 'o2' WHERE label = 'o' AND account_id = (SELECT account_id FROM tokens WHERE hash = sha256(convert_to(?, 'UTF8')))`,
+		`DELETE FROM variables WHERE label = 'w' AND account_id = (SELECT account_id FROM tokens WHERE hash = sha256(convert_to(?, 'UTF8')))`} {
+		if _, err := env.DB.ExecContext(context.Background(), stmt, other); err != nil {
+			t.Fatal(err)
+		}
+	}
+	watchedByA(bo, "o3") // after the relabel and the delete: a has had their messages
+	postDot(t, am, "m", "v", 0, 4000)
+	waitFor("a evaluates the next write in memory", func() bool { return evaluations("memory") == 2 })
+	if n := evaluations("database"); n != fromDB {
+		t.Fatalf("another account's changes sent %v evaluations to the database", n-fromDB)
+	}
+
+	watchedByA(b.As(mine), "m2") // an event of the account itself, created through b
+	postDot(t, am, "m", "v", 0, 5000)
+	waitFor("a evaluates the account's event from the database", func() bool { return evaluations("database") > fromDB })
+	if n := evaluations("memory"); n != 2 {
+		t.Fatalf("%v evaluations in memory after the account's own change, want 2", n)
+	}
+}
+
 // distinctHooks keeps the first request of each delivery id.
 func distinctHooks(hs []hook) []hook {
 	seen := map[string]bool{}

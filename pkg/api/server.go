@@ -47,7 +47,7 @@ type Server struct {
 	// EventsChanged, when set, is called after an event was written, before the answer:
 	// this instance's evaluator reads the watched variables again at once (the others
 	// are told by notification, pkg/events).
-	EventsChanged func(ctx context.Context)
+	EventsChanged func(ctx context.Context, account int64)
 
 	limits *limiters // per-token rate limits; nil when off
 }

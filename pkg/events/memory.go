@@ -6,6 +6,7 @@ import (
 	"errors"
 	"maps"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -56,10 +57,41 @@ type shard struct {
 	entries map[int64]*entry           // event key → entry
 	held    map[int64][]*ingest.Change // variable → writes after a gap, waiting one round
 	epoch   uint64
+
+	staleMu sync.Mutex
+	stale   map[int64]bool // accounts whose events, devices or variables changed since the last round
 }
 
 func newShard() *shard {
-	return &shard{in: make(chan item, 10_000), entries: map[int64]*entry{}, held: map[int64][]*ingest.Change{}}
+	return &shard{in: make(chan item, 10_000), entries: map[int64]*entry{}, held: map[int64][]*ingest.Change{},
+		stale: map[int64]bool{}}
+}
+
+// markStale records that an account's events, devices or variables changed: its
+// entries are read again from the next round on (any goroutine).
+func (sh *shard) markStale(account int64) {
+	sh.staleMu.Lock()
+	sh.stale[account] = true
+	sh.staleMu.Unlock()
+}
+
+// dropStale drops the entries that changes since the last round made stale: every
+// entry when the service's epoch moved, else those of the accounts marked.
+func (sh *shard) dropStale(epoch uint64) {
+	sh.staleMu.Lock()
+	stale := sh.stale
+	sh.stale = map[int64]bool{}
+	sh.staleMu.Unlock()
+	if epoch != sh.epoch {
+		clear(sh.entries)
+		sh.epoch = epoch
+		return
+	}
+	for id, e := range sh.entries {
+		if stale[e.ev.AccountID] {
+			delete(sh.entries, id)
+		}
+	}
 }
 
 // shardOf is the shard of a variable.
@@ -140,11 +172,8 @@ type saving struct {
 // process evaluates a round of items: writes in memory where the chain allows, the
 // rest from the database.
 func (s *Service) process(ctx context.Context, sh *shard, items []item) {
-	// 1. events changed since the shard's last round: its entries are read again
-	if ep := s.epoch.Load(); ep != sh.epoch {
-		clear(sh.entries)
-		sh.epoch = ep
-	}
+	// 1. entries of events changed since the shard's last round are read again (dropStale)
+	sh.dropStale(s.epoch.Load())
 	watched := *s.watched.Load()
 	// 2. the round's writes by variable, and the events to evaluate from the database (gather)
 	held := sh.held

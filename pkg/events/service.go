@@ -54,7 +54,7 @@ type Service struct {
 	watched atomic.Pointer[map[int64][]int64] // variable key → its active events' keys
 	reload  chan struct{}
 	shards  []*shard      // one per evaluator (memory.go)
-	epoch   atomic.Uint64 // moved when events change: the shards drop their entries
+	epoch   atomic.Uint64 // moved when notifications may have been missed: the shards drop every entry
 }
 
 // New builds the service: its River client (not started) and its metrics.
@@ -95,29 +95,48 @@ func New(d Deps) (*Service, error) {
 	}
 	s.river = rc
 	s.metrics = newMetrics(d.Registry, s.oldestPending)
-	d.Invalidations.On("event", func(cache.Invalidation) { s.Reload() })
+	d.Invalidations.On("event", func(i cache.Invalidation) { s.forget(i.Account); s.reloadWatched() })
 	// a device or variable relabelled: the evaluators' entries hold the labels that
 	// templates show; read them again
-	d.Invalidations.On("device", func(cache.Invalidation) { s.epoch.Add(1) })
-	d.Invalidations.On("variable", func(cache.Invalidation) { s.epoch.Add(1) })
+	d.Invalidations.On("device", func(i cache.Invalidation) { s.forget(i.Account) })
+	d.Invalidations.On("variable", func(i cache.Invalidation) { s.forget(i.Account) })
 	return s, nil
 }
 
-// Reload asks for the set of watched variables to be read again (an event changed, or
-// notifications may have been missed), and for the evaluators to read their events
-// again. It never blocks.
+// Reload asks for the set of watched variables to be read again, and for the
+// evaluators to read every event again: notifications may have been missed. It never
+// blocks.
 func (s *Service) Reload() {
 	s.epoch.Add(1)
+	s.reloadWatched()
+}
+
+// reloadWatched asks for the set of watched variables to be read again; it never blocks.
+func (s *Service) reloadWatched() {
 	select {
 	case s.reload <- struct{}{}:
 	default:
 	}
 }
 
-// Refresh reads the watched variables now (after an event was written through this
-// instance); on failure the sweep does it later.
-func (s *Service) Refresh(ctx context.Context) {
-	s.epoch.Add(1)
+// forget tells the evaluators that an account's events, devices or variables changed:
+// only its entries are read again, so that one account's changes do not send every
+// other account's events to the database. Account 0 (a message that names none, from
+// a schema before 20261208000001) drops every entry.
+func (s *Service) forget(account int64) {
+	if account == 0 {
+		s.epoch.Add(1)
+		return
+	}
+	for _, sh := range s.shards {
+		sh.markStale(account)
+	}
+}
+
+// Refresh reads the watched variables now, after an event of the account was written
+// through this instance; on failure the sweep does it later.
+func (s *Service) Refresh(ctx context.Context, account int64) {
+	s.forget(account)
 	if err := s.load(ctx); err != nil {
 		s.log.Warn("read watched variables; the sweep retries", "error", err.Error())
 	}
