@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/oasdiff/yaml"
+
+	"github.com/sensordata/sensorapi/testcontainers/machine"
 )
 
 // TestComposeHAMatchesCluster: docs/compose/ha.yml (which cannot run here: no compose)
@@ -34,7 +36,7 @@ func TestComposeHAMatchesCluster(t *testing.T) {
 		if !ok {
 			t.Fatalf("no service %s", name)
 		}
-		if want := "${PATRONI_IMAGE:-" + PatroniImage + "}"; s.Image != want {
+		if want := "${PATRONI_IMAGE:-" + machine.PatroniImage + "}"; s.Image != want {
 			t.Errorf("%s: image %s, want %s", name, s.Image, want)
 		}
 		if name == "etcd" {

@@ -1,3 +1,6 @@
+// Package testcontainers starts TimescaleDB containers for the tests and for
+// `sensorapi serve` without DATABASE_URL (a single database, a streaming replica pair,
+// a Patroni cluster), on the images that package machine makes sure of.
 package testcontainers
 
 import (
@@ -19,6 +22,8 @@ import (
 	"github.com/testcontainers/testcontainers-go/wait"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // "pgx" driver for the readiness query
+
+	"github.com/sensordata/sensorapi/testcontainers/machine"
 )
 
 // Options tune the container.
@@ -102,10 +107,10 @@ func Start(ctx context.Context, opts Options) (*TimescaleDB, error) {
 	// inside a container) and start Ryuk, whose image cannot always be pulled.
 	setDefaultEnv("TESTCONTAINERS_HOST_OVERRIDE", "127.0.0.1")
 	setDefaultEnv("TESTCONTAINERS_RYUK_DISABLED", "true")
-	if err := EnsureDocker(ctx); err != nil {
+	if err := machine.EnsureDocker(ctx); err != nil {
 		return nil, err
 	}
-	img, err := ResolveImage(ctx)
+	img, err := machine.ResolveImage(ctx)
 	if err != nil {
 		return nil, err
 	}

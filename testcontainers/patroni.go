@@ -3,17 +3,12 @@ package testcontainers
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"embed"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/netip"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -23,94 +18,9 @@ import (
 	tc "github.com/testcontainers/testcontainers-go"
 	tcnetwork "github.com/testcontainers/testcontainers-go/network"
 	"github.com/testcontainers/testcontainers-go/wait"
+
+	"github.com/sensordata/sensorapi/testcontainers/machine"
 )
-
-// PatroniImage is LocalImage with Patroni and etcd added from Debian packages
-// (patroni/Dockerfile); it runs both the DCS and the database nodes of a Cluster.
-const PatroniImage = "sensorapi/patroni:pg17-local"
-
-//go:embed patroni/Dockerfile patroni/sensorapi.yml
-var patroniRecipe embed.FS
-
-// ResolvePatroniImage returns PatroniImage, built when missing or built from another
-// recipe (and LocalImage under it, which the official image cannot replace: Patroni
-// comes from Debian).
-func ResolvePatroniImage(ctx context.Context) (string, error) {
-	if err := EnsureDocker(ctx); err != nil {
-		return "", err
-	}
-	recipe, err := patroniRecipeHash()
-	if err != nil {
-		return "", err
-	}
-	if patroniImageOf(ctx, recipe) {
-		return PatroniImage, nil
-	}
-	err = exclusive(ctx, func() error {
-		if patroniImageOf(ctx, recipe) { // another process built it meanwhile
-			return nil
-		}
-		if !imagePresent(ctx, LocalImage) {
-			if err := BuildLocalImage(ctx); err != nil {
-				return err
-			}
-		}
-		return buildPatroniImage(ctx, recipe)
-	})
-	if err != nil {
-		return "", err
-	}
-	return PatroniImage, nil
-}
-
-// recipeLabel, on PatroniImage, is the hash of the recipe it was built from.
-const recipeLabel = "sensorapi.recipe"
-
-func patroniRecipeHash() (string, error) {
-	h := sha256.New()
-	for _, name := range []string{"Dockerfile", "sensorapi.yml"} {
-		b, err := patroniRecipe.ReadFile("patroni/" + name)
-		if err != nil {
-			return "", fmt.Errorf("patroni recipe: %w", err)
-		}
-		h.Write(b)
-	}
-	return hex.EncodeToString(h.Sum(nil))[:16], nil
-}
-
-// patroniImageOf tells whether PatroniImage exists, built from this recipe.
-func patroniImageOf(ctx context.Context, recipe string) bool {
-	out, err := exec.CommandContext(ctx, "docker", "image", "inspect", "-f",
-		`{{index .Config.Labels "`+recipeLabel+`"}}`, PatroniImage).Output()
-	return err == nil && strings.TrimSpace(string(out)) == recipe
-}
-
-func buildPatroniImage(ctx context.Context, recipe string) error {
-	dir, err := os.MkdirTemp("", "sensorapi-patroni-")
-	if err != nil {
-		return fmt.Errorf("build %s: %w", PatroniImage, err)
-	}
-	defer func() { _ = os.RemoveAll(dir) }()
-	for _, name := range []string{"Dockerfile", "sensorapi.yml"} {
-		b, err := patroniRecipe.ReadFile("patroni/" + name)
-		if err != nil {
-			return fmt.Errorf("build %s: %w", PatroniImage, err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
-			return fmt.Errorf("build %s: %w", PatroniImage, err)
-		}
-	}
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
-	defer cancel()
-	beginStep("docker build " + PatroniImage + ": apt-get install patroni python3-etcd etcd-server")
-	defer steps.End()
-	out, err := exec.CommandContext(ctx, "docker", "build", "-q", "--build-arg", "BASE="+LocalImage,
-		"--label", recipeLabel+"="+recipe, "-t", PatroniImage, dir).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("build %s: %w: %s", PatroniImage, err, tail(out))
-	}
-	return nil
-}
 
 // Cluster is etcd and Patroni-managed TimescaleDB nodes (synchronous_mode, see
 // patroni/sensorapi.yml) on a Docker network of their own, each node's PostgreSQL
@@ -143,7 +53,7 @@ var etcdCmd = []string{"etcd", "--name", "etcd", "--data-dir", "/tmp/etcd",
 func StartCluster(ctx context.Context, n int) (*Cluster, error) {
 	setDefaultEnv("TESTCONTAINERS_HOST_OVERRIDE", "127.0.0.1")
 	setDefaultEnv("TESTCONTAINERS_RYUK_DISABLED", "true")
-	img, err := ResolvePatroniImage(ctx)
+	img, err := machine.ResolvePatroniImage(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -408,7 +318,7 @@ func (n *Node) Unpause(ctx context.Context) error { return n.docker(ctx, "unpaus
 
 func (n *Node) docker(ctx context.Context, verb string) error {
 	if out, err := exec.CommandContext(ctx, "docker", verb, n.container.GetContainerID()).CombinedOutput(); err != nil {
-		return fmt.Errorf("docker %s %s: %w: %s", verb, n.Name, err, tail(out))
+		return fmt.Errorf("docker %s %s: %w: %s", verb, n.Name, err, strings.TrimSpace(string(out)))
 	}
 	return nil
 }

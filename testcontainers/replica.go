@@ -7,6 +7,8 @@ import (
 
 	tc "github.com/testcontainers/testcontainers-go"
 	tcnetwork "github.com/testcontainers/testcontainers-go/network"
+
+	"github.com/sensordata/sensorapi/testcontainers/machine"
 )
 
 // Pair is a primary and a streaming replica of it, made the way PostgreSQL's own
@@ -28,7 +30,7 @@ exec postgres -c hot_standby=on -c max_connections=200`
 
 // StartPair starts a primary and its replica; Terminate removes both and the network.
 func StartPair(ctx context.Context, opts Options) (*Pair, error) {
-	if err := EnsureDocker(ctx); err != nil {
+	if err := machine.EnsureDocker(ctx); err != nil {
 		return nil, err
 	}
 	nw, err := tcnetwork.New(ctx)

@@ -12,7 +12,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/sensordata/sensorapi/testcontainers"
+	"github.com/sensordata/sensorapi/testcontainers/machine"
 )
 
 func main() {
@@ -20,18 +20,18 @@ func main() {
 	flag.Parse()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	if err := testcontainers.EnsureDocker(ctx); err != nil {
+	if err := machine.EnsureDocker(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "prepare:", err)
 		os.Exit(1)
 	}
-	img, err := testcontainers.ResolveImage(ctx)
+	img, err := machine.ResolveImage(ctx)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "prepare:", err)
 		os.Exit(1)
 	}
 	fmt.Println("docker answers; TimescaleDB image:", img)
 	if *ha {
-		img, err := testcontainers.ResolvePatroniImage(ctx)
+		img, err := machine.ResolvePatroniImage(ctx)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "prepare:", err)
 			os.Exit(1)

@@ -20,6 +20,7 @@ import (
 	"github.com/testcontainers/testcontainers-go/wait"
 
 	"github.com/sensordata/sensorapi/testcontainers"
+	"github.com/sensordata/sensorapi/testcontainers/machine"
 )
 
 // DefaultImage is the service image Run starts when given "".
@@ -123,7 +124,7 @@ func (c *Container) cleanup(ctx context.Context) {
 // ensureImage makes img available: present, built from source (the default name, which
 // no registry holds: it is not pulled), or pulled (a name of the caller's).
 func ensureImage(ctx context.Context, img string) error {
-	if err := testcontainers.EnsureDocker(ctx); err != nil {
+	if err := machine.EnsureDocker(ctx); err != nil {
 		return err
 	}
 	if exec.CommandContext(ctx, "docker", "image", "inspect", img).Run() == nil {

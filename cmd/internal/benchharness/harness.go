@@ -19,6 +19,7 @@ import (
 	"github.com/sensordata/sensorapi/pkg/auth"
 	"github.com/sensordata/sensorapi/pkg/store"
 	"github.com/sensordata/sensorapi/testcontainers"
+	"github.com/sensordata/sensorapi/testcontainers/machine"
 )
 
 // Harness is a database, a direct handle on it (for the floors) and a running server.
@@ -96,7 +97,7 @@ func (h *Harness) startCluster(ctx context.Context, mode string) (dsn, image str
 	if err := cl.SetSynchronous(ctx, mode == "sync"); err != nil {
 		return "", "", err
 	}
-	return cl.DSN("postgres"), fmt.Sprintf("%s, a Patroni pair with synchronous_mode %s", testcontainers.PatroniImage,
+	return cl.DSN("postgres"), fmt.Sprintf("%s, a Patroni pair with synchronous_mode %s", machine.PatroniImage,
 		map[string]string{"sync": "on", "async": "off"}[mode]), nil
 }
 

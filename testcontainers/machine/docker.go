@@ -1,8 +1,11 @@
-// Package testcontainers starts a TimescaleDB container for the tests and for
-// `sensorapi serve` without DATABASE_URL. It makes sure a Docker daemon answers and,
-// where the official image is not present, builds one from Debian packages
-// (image/build.sh); it pulls nothing unless TIMESCALEDB_IMAGE names an image.
-package testcontainers
+// Package machine readies this machine for containers: a Docker daemon that answers
+// (installed and started when needed), the TimescaleDB image (built from Debian
+// packages by image/build.sh where the official one is not present) and the Patroni
+// image. It pulls nothing unless TIMESCALEDB_IMAGE names an image, and it uses the
+// docker command only (no Docker SDK), so that `testcontainers/prepare` compiles in
+// seconds on a fresh machine and its minutes of apt-get and debootstrap start at once,
+// while the tests compile beside them.
+package machine
 
 import (
 	"context"
@@ -98,6 +101,7 @@ func startDockerd() error {
 	return cmd.Process.Release()
 }
 
+// tail is the end of a command's output, for an error message.
 func tail(out []byte) string {
 	s := strings.TrimSpace(string(out))
 	if len(s) > 500 {

@@ -8,7 +8,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 base=sensorapi/debian-trixie:base
 mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 
-# "==> " lines name each step for the caller's progress report (testcontainers/progress.go)
+# "==> " lines name each step for the caller's progress report (testcontainers/machine/progress.go)
 if ! docker image inspect "$base" >/dev/null 2>&1; then
   if ! command -v debootstrap >/dev/null 2>&1; then
     echo "==> installing debootstrap (apt-get)"

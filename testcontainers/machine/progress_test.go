@@ -1,4 +1,4 @@
-package testcontainers
+package machine
 
 import (
 	"context"
