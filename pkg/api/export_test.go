@@ -94,7 +94,7 @@ func TestCSVExportRoundTripsBitExact(t *testing.T) {
 	}
 
 	// ISO times in the request's zone, by id, a sub-range
-	id := variableIDIn(t, c, "csv-dev", "x")
+	id := c.VariableID("csv-dev", "x")
 	path := fmt.Sprintf("/api/v1.6/variables/%s/values?format=csv&timestamp_format=iso&tz=Europe/Berlin&start=%d&end=%d",
 		id, base+30*60_000, base+90*60_000)
 	iso := parseCSV(t, c.Get(path), "values-"+id+".csv")
@@ -248,7 +248,7 @@ func TestCSVExportIsStreamed(t *testing.T) {
 func TestCSVExportErrorsAreJSON(t *testing.T) {
 	c, _ := freshClient(t)
 	postDots(t, c, "errs", "x", [2]float64{1_700_000_000_000, 1})
-	id := variableIDIn(t, c, "errs", "x")
+	id := c.VariableID("errs", "x")
 	off := c.OffContract()
 	for q, field := range map[string]string{"format=xml": "format", "format=csv&timestamp_format=s": "timestamp_format",
 		"format=csv&timestamp_format=iso&tz=Mars/Olympus": "tz", "format=csv&start=x": "start"} {
@@ -315,7 +315,7 @@ func TestResampleAndAggregationCSV(t *testing.T) {
 	}
 	postDots(t, c, "rs", "a", a...)
 	postDots(t, c, "rs", "b", b...)
-	ids := []string{variableIDIn(t, c, "rs", "a"), variableIDIn(t, c, "rs", "b")}
+	ids := []string{c.VariableID("rs", "a"), c.VariableID("rs", "b")}
 	e8 := map[string]any{"variables": ids, "aggregation": "mean", "period": "1H", "tz": "Europe/Berlin", "start": from, "end": from + 6*3600_000}
 	e9 := map[string]any{"variables": ids, "aggregation": "max", "start": from, "end": from + 6*3600_000}
 	answer := func(path string, body map[string]any, join bool) []any {

@@ -16,7 +16,7 @@ import (
 // the tiles stay exact, the catch-up job builds such tiles, and a synthetic expression
 // has no value where its arithmetic passes it.
 func TestSumsPastTheLargestDouble(t *testing.T) {
-	scope := newDriftScope(t)
+	scope := env.NewDriftScope(t)
 	ctx := context.Background()
 	c, _ := freshClient(t)
 	old := time.Now().Add(-72 * time.Hour).Truncate(time.Hour).UnixMilli()
@@ -26,11 +26,11 @@ func TestSumsPastTheLargestDouble(t *testing.T) {
 		postDots(t, c, "huge", "h", [2]float64{float64(ts), 1e308})
 	}
 	postDots(t, c, "huge", "h", [2]float64{float64(old + 120_000), 5})
-	id := variableIDIn(t, c, "huge", "h")
+	id := c.VariableID("huge", "h")
 	if _, err := (&values.Store{Pool: env.DB.Pool}).CatchUp(ctx, time.UnixMilli(now+120_000)); err != nil {
 		t.Fatalf("CatchUp over tiles whose sums pass the largest double: %v", err)
 	}
-	if drift, _ := rollupDrift(t, scope); drift != 0 {
+	if drift, _ := env.RollupDrift(t, scope); drift != 0 {
 		t.Fatalf("%d tiles differ from their values", drift)
 	}
 
@@ -64,7 +64,7 @@ func TestSumsPastTheLargestDouble(t *testing.T) {
 	}
 	// a mean of subnormals that rounds to 0: PostgreSQL's / raises "underflow" there
 	postDots(t, c, "tiny", "t", [2]float64{float64(old), 5e-324}, [2]float64{float64(old + 1), 0}, [2]float64{float64(old + 2), 0})
-	tiny := variableIDIn(t, c, "tiny", "t")
+	tiny := c.VariableID("tiny", "t")
 	// and their quarters and days are built from the minute (the spread merge divided and
 	// squared them: "underflow"): no spread below 1e-100, as none beyond 1e150
 	var tinyKey int64

@@ -118,7 +118,7 @@ func sameJSON(a, b string) bool {
 // quotes and newlines come back bit for bit; the last value, the tiles and the answer
 // follow.
 func TestImportRoundTripExact(t *testing.T) {
-	scope := newDriftScope(t)
+	scope := env.NewDriftScope(t)
 	c, _ := freshClient(t)
 	dots := []importDot{
 		{1000, 0.1 + 0.2, `{"note":"a, b, c"}`},
@@ -153,7 +153,7 @@ func TestImportRoundTripExact(t *testing.T) {
 	if lv["timestamp"] != 6000.0 || lv["value"] != 123456.789e10 {
 		t.Fatalf("lastValue %v", lv)
 	}
-	if drift, _ := rollupDrift(t, scope); drift != 0 {
+	if drift, _ := env.RollupDrift(t, scope); drift != 0 {
 		t.Fatalf("%d tiles differ from the values", drift)
 	}
 }
@@ -204,7 +204,7 @@ func TestImportBadLineWritesNothing(t *testing.T) {
 // TestImportDuplicatesLaterWins: the same timestamp twice in a file, and one stored
 // before: the later line wins, in the values and the last value.
 func TestImportDuplicatesLaterWins(t *testing.T) {
-	scope := newDriftScope(t)
+	scope := env.NewDriftScope(t)
 	c, _ := freshClient(t)
 	postDot(t, c, "dup", "t", 1, 3000)
 	body := csvBody(t, []importDot{{3000, 30, `{"n":1}`}, {1000, 10, ""}, {3000, 31, `{"n":2}`}, {2000, 20, ""}, {1000, 11, ""}})
@@ -220,7 +220,7 @@ func TestImportDuplicatesLaterWins(t *testing.T) {
 	if lv["value"] != 31.0 {
 		t.Fatalf("lastValue %v", lv)
 	}
-	if drift, _ := rollupDrift(t, scope); drift != 0 {
+	if drift, _ := env.RollupDrift(t, scope); drift != 0 {
 		t.Fatalf("%d tiles differ from the values", drift)
 	}
 }
@@ -228,7 +228,7 @@ func TestImportDuplicatesLaterWins(t *testing.T) {
 // TestImportIntoPackedDay: an import into a packed day (some timestamps replaced, some
 // new) reads back exactly, as a write into it would, and the tiles follow.
 func TestImportIntoPackedDay(t *testing.T) {
-	scope := newDriftScope(t)
+	scope := env.NewDriftScope(t)
 	c, _ := freshClient(t)
 	day := time.Now().Add(-5 * 24 * time.Hour).UTC().Truncate(24 * time.Hour).UnixMilli()
 	for i := range 5 {
@@ -253,7 +253,7 @@ func TestImportIntoPackedDay(t *testing.T) {
 	if fmt.Sprint(vals) != fmt.Sprint(want) {
 		t.Fatalf("values %v, want %v", vals, want)
 	}
-	if drift, _ := rollupDrift(t, scope); drift != 0 {
+	if drift, _ := env.RollupDrift(t, scope); drift != 0 {
 		t.Fatalf("%d tiles differ from the values", drift)
 	}
 }

@@ -19,7 +19,7 @@ import (
 // every tile before the mark exact; E7 answers equal the raw values' before and after
 // each step; the packer leaves a day past the mark alone (its values build its tiles).
 func TestTilesFollowTheMark(t *testing.T) {
-	scope := newDriftScope(t)
+	scope := env.NewDriftScope(t)
 	ctx := context.Background()
 	c := env.Client(t).As(env.NewAccount(t))
 	st := &values.Store{Pool: env.DB.Pool}
@@ -30,7 +30,7 @@ func TestTilesFollowTheMark(t *testing.T) {
 		}
 	}
 	post([]any{map[string]any{"value": 1, "timestamp": int64(1_700_000_000_000)}}) // creates the variable
-	v := &tiersVar{id: variableIDIn(t, c, "marked", "t")}
+	v := &tiersVar{id: c.VariableID("marked", "t")}
 	var mark time.Time
 	if err := env.DB.Pool.QueryRow(ctx, `SELECT id, rollups_until FROM variables WHERE public_id = $1`, v.id).Scan(&v.key, &mark); err != nil {
 		t.Fatal(err)
@@ -63,7 +63,7 @@ func TestTilesFollowTheMark(t *testing.T) {
 	}
 	check := func(step string) {
 		t.Helper()
-		if drift, _ := rollupDrift(t, scope); drift != 0 {
+		if drift, _ := env.RollupDrift(t, scope); drift != 0 {
 			t.Fatalf("after %s: %d tiles differ from the values", step, drift)
 		}
 		for _, r := range [][2]int64{{m0 - 90*60_000 + 123, m0 + 53*3600_000 - 7}, {m0 - 7*60_000, m0 + 31*60_000 + 5}, {m0 + 10*60_000, m0 + 3*day}} {
@@ -185,7 +185,7 @@ func TestCatchUpIsolatesAFailingVariable(t *testing.T) {
 		}
 	}
 	var failing int64
-	if err := env.DB.Pool.QueryRow(ctx, `SELECT id FROM variables WHERE public_id = $1`, variableIDIn(t, c, "huge", "h")).Scan(&failing); err != nil {
+	if err := env.DB.Pool.QueryRow(ctx, `SELECT id FROM variables WHERE public_id = $1`, c.VariableID("huge", "h")).Scan(&failing); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := env.DB.Pool.Exec(ctx, fmt.Sprintf(`CREATE FUNCTION refuse_%[1]d() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -200,7 +200,7 @@ func TestCatchUpIsolatesAFailingVariable(t *testing.T) {
 		t.Helper()
 		var m time.Time
 		if err := env.DB.Pool.QueryRow(ctx, `SELECT rollups_until FROM variables WHERE public_id = $1`,
-			variableIDIn(t, c, device, variable)).Scan(&m); err != nil {
+			c.VariableID(device, variable)).Scan(&m); err != nil {
 			t.Fatal(err)
 		}
 		return m

@@ -259,7 +259,7 @@ func TestSignalHugeValues(t *testing.T) {
 	if r := c.Post("/api/v1.6/devices/signal-huge/h/values", dots); r.Status != 201 {
 		t.Fatalf("post: %d %s", r.Status, r.Body)
 	}
-	v := struct{ VariableID string }{variableIDIn(t, c, "signal-huge", "h")}
+	v := struct{ VariableID string }{c.VariableID("signal-huge", "h")}
 	for _, agg := range []string{"twa", "integral", "increase", "coverage"} {
 		for _, method := range []string{"locf", "linear"} {
 			body := map[string]any{"variables": []string{v.VariableID}, "aggregation": agg, "method": method,

@@ -305,7 +305,7 @@ func seedTiers(t *testing.T, c *testenv.Client, points map[string][][2]json.Numb
 				t.Fatalf("post %s: %d %s", n, r.Status, r.Body)
 			}
 		}
-		v.id = variableIDIn(t, c, "tiers", n)
+		v.id = c.VariableID("tiers", n)
 		var count int
 		err := env.DB.Pool.QueryRow(context.Background(), `SELECT v.id, count(x.ts) FROM variables v
 			LEFT JOIN "values" x ON x.variable_id = v.id WHERE v.public_id = $1 GROUP BY v.id`, v.id).Scan(&v.key, &count)

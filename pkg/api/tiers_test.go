@@ -9,243 +9,22 @@ import (
 	"reflect"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	an "github.com/sensordata/sensorapi/pkg/analytics"
 	"github.com/sensordata/sensorapi/pkg/store"
-	"github.com/sensordata/sensorapi/pkg/values"
 	"github.com/sensordata/sensorapi/querybuilder"
 	"github.com/sensordata/sensorapi/querybuilder/tiers"
 	"github.com/sensordata/sensorapi/testcontainers/testenv"
 )
-
-// driftScope is the first variable key a rollupDrift check looks at: the variables
-// created since a test began (newDriftScope), deleted ones included, whoever created
-// them. A write that updated the wrong variable's tiles leaves its own variable's
-// tiles wrong, which the scope sees; the data of the tests before it is not scanned
-// again on every check (a whole-database check cost ~5 s of the database's time each,
-// a third of this package's serial phase: docs/testing.md).
-type driftScope int64
-
-// newDriftScope is the scope of the variables created from now on.
-func newDriftScope(t *testing.T) driftScope {
-	t.Helper()
-	var last int64
-	if err := env.DB.Pool.QueryRow(context.Background(), `SELECT coalesce(max(id), 0) FROM variables`).Scan(&last); err != nil {
-		t.Fatal(err)
-	}
-	return driftScope(last + 1)
-}
-
-// rollupDrift counts the (variable, tile) pairs of the scope's variables, in every tier,
-// where the tier differs from the rollup recomputed from the raw values right now
-// (driftSource): every committed transaction keeps the two equal, whatever else runs
-// (the tiles that end by their variable's rollups_until, pkg/values rollupmark.go).
-// rollups counts the minute tiles.
-func rollupDrift(t *testing.T, scope driftScope) (drift, rollups int) {
-	t.Helper()
-	for _, tier := range tiers.All {
-		var d, n int
-		width := fmt.Sprintf("%d seconds", int64(tier.Width.Seconds()))
-		// m2 from values shifted by their tile's min: a one-pass var_pop of 1e6 ± 0.01
-		// is itself off by 1e-8. A sum's rounding depends on the order of its terms
-		// (the plan's), up to ~n·ε·Σ|value|: 1e308 − 1e308 + 1.2e22 is 1.2e22 or 0.
-		err := env.DB.NewRaw(`WITH truth AS (
-			SELECT variable_id, tile,
-			       count(*)::int AS n, `+querybuilder.SumSQL("value")+` AS sum, sum(abs(value)::numeric) AS sumabs, min(value) AS min, max(value) AS max,
-			       CASE WHEN max(abs(value)) <= 1e150 AND NOT bool_or(value <> 0 AND abs(value) < 1e-100) -- no spread beyond: it would overflow or underflow
-			           THEN var_pop(value - lo) FILTER (WHERE abs(value) <= 1e150 AND abs(lo) <= 1e150) * count(*) END AS m2, min(ts) AS first_ts, max(ts) AS last_ts,
-			       (array_agg(value ORDER BY ts))[1] AS first_value, (array_agg(value ORDER BY ts DESC))[1] AS last_value,
-			       (array_agg(ts ORDER BY value, ts))[1] AS min_ts, (array_agg(ts ORDER BY value DESC, ts))[1] AS max_ts,
-			       -- the signal inside (time-aware aggregations), unless a value lies beyond the spread's limits
-			       CASE WHEN bool_and(ok) THEN coalesce(sum(pv * dt) FILTER (WHERE ok AND pok), 0) END AS area_locf,
-			       CASE WHEN bool_and(ok) THEN coalesce(sum((pv + value) / 2 * dt) FILTER (WHERE ok AND pok), 0) END AS area_linear,
-			       CASE WHEN bool_and(ok) THEN coalesce(sum(CASE WHEN value < pv THEN value ELSE value - pv END) FILTER (WHERE ok AND pok), 0) END AS increase,
-			       CASE WHEN bool_and(ok) THEN coalesce(max(dt), 0) END AS longest_ms
-			FROM (SELECT x.*, (x.value = 0 OR abs(x.value) BETWEEN 1e-100 AND 1e150) AS ok, (x.pv = 0 OR abs(x.pv) BETWEEN 1e-100 AND 1e150) AS pok
-			      FROM (SELECT x.*, time_bucket(?::interval, x.ts) AS tile,
-			                   min(x.value) OVER (PARTITION BY x.variable_id, time_bucket(?::interval, x.ts)) AS lo,
-			                   lag(x.value) OVER d AS pv, (extract(epoch FROM x.ts - lag(x.ts) OVER d) * 1000)::bigint AS dt
-			            FROM `+driftSource(tier, scope)+` x
-			            WHERE x.variable_id >= ?
-			            WINDOW d AS (PARTITION BY x.variable_id, time_bucket(?::interval, x.ts) ORDER BY x.ts)) x) x
-			GROUP BY 1, 2
-		)
-		SELECT count(*) FILTER (WHERE t.n IS DISTINCT FROM m.n OR t.min IS DISTINCT FROM m.min
-		                          OR t.max IS DISTINCT FROM m.max OR t.sum IS NULL OR m.sum IS NULL
-		                          OR CASE WHEN abs(t.sum) < 'Infinity' AND abs(m.sum) < 'Infinity' -- IEEE sums: ±Infinity past the largest double
-		                              THEN abs(t.sum::numeric - m.sum::numeric) > 1e-9 * greatest(1, t.sumabs)
-		                              ELSE t.sum IS DISTINCT FROM m.sum END
-		                          OR (t.m2 IS NULL) <> (m.m2 IS NULL) OR abs(t.m2 - m.m2) > 1e-9 * greatest(1, t.m2)
-		                          OR t.first_ts IS DISTINCT FROM m.first_ts OR t.last_ts IS DISTINCT FROM m.last_ts
-		                          OR t.first_value IS DISTINCT FROM m.first_value OR t.last_value IS DISTINCT FROM m.last_value
-		                          OR t.min_ts IS DISTINCT FROM m.min_ts OR t.max_ts IS DISTINCT FROM m.max_ts
-		                          OR t.longest_ms IS DISTINCT FROM m.longest_ms
-		                          OR CASE WHEN t.longest_ms IS NOT NULL AND m.longest_ms IS NOT NULL -- values within ±1e150: no overflow
-		                              THEN abs(t.area_locf - m.area_locf) > 1e-9 * (abs(t.area_locf) + greatest(abs(t.min), abs(t.max), 1) * ?)
-		                                OR abs(t.area_linear - m.area_linear) > 1e-9 * (abs(t.area_linear) + greatest(abs(t.min), abs(t.max), 1) * ?)
-		                                OR abs(t.increase - m.increase) > 1e-9 * (abs(t.increase) + greatest(abs(t.min), abs(t.max), 1) * t.n) END),
-		       count(m.n)
-		FROM truth t FULL JOIN (SELECT * FROM `+tier.Table+` WHERE variable_id >= ?) m USING (variable_id, tile)
-		LEFT JOIN variables v ON v.id = variable_id
-		WHERE `+tileComplete(tier, "tile"), width, width, scope, width, tier.Width.Milliseconds(), tier.Width.Milliseconds(), scope).
-			Scan(context.Background(), &d, &n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		drift += d
-		if tier == tiers.Minutes {
-			rollups = n
-		}
-	}
-	return drift, rollups
-}
-
-// tileComplete is the condition on tier's tiles (their start: the column tile) that
-// must be exact: those that end by their variable's rollups_until (v: the variable,
-// none when it was deleted).
-func tileComplete(tier tiers.Tier, tile string) string {
-	return fmt.Sprintf("(v.id IS NULL OR %s + INTERVAL '%d seconds' <= v.rollups_until)", tile, int64(tier.Width.Seconds()))
-}
-
-// driftSource is what a tier summarises: the minute tier the rows of "values" (packed
-// days have no minute tiles), the coarser tiers both layouts.
-func driftSource(tier tiers.Tier, scope driftScope) string {
-	if tier == tiers.Minutes {
-		return `"values"`
-	}
-	return fmt.Sprintf(`(SELECT variable_id, ts, value FROM "values"
-		UNION ALL SELECT variable_id, ts, value FROM packed_values(ARRAY(SELECT id FROM variables WHERE id >= %d), '-infinity', 'infinity'))`, scope)
-}
-
-// TestTiersFollowEveryWrite drives every kind of write through the API (new
-// dots, retries that replace values, concurrent writers sharing minutes, a range
-// delete whose ends fall inside minutes, variable and device deletes) and checks the
-// per-minute rollups the analytics read against the values after each step.
-func TestTiersFollowEveryWrite(t *testing.T) {
-	scope := newDriftScope(t)
-	c := env.Client(t).As(env.NewAccount(t))
-	rng := rand.New(rand.NewPCG(7, 7))
-	const t0 = int64(1767225600000) // 2026-01-01T00:00Z
-	// irregular dots, a few a minute, values of both signs
-	dots := func(n int, from, gapMs int64) []any {
-		out := make([]any, n)
-		ts := from
-		for i := range out {
-			ts += 1 + rng.Int64N(gapMs)
-			out[i] = map[string]any{"value": rng.Float64()*200 - 100, "timestamp": ts}
-		}
-		return out
-	}
-	check := func(step string) {
-		t.Helper()
-		if drift, n := rollupDrift(t, scope); drift != 0 || (n == 0 && step == "new dots") {
-			t.Fatalf("after %s: %d of %d minute rollups differ from the values", step, drift, n)
-		}
-	}
-	post := func(path string, body any) {
-		t.Helper()
-		if r := c.Post(path, body); r.Status != 200 && r.Status != 201 {
-			t.Fatalf("POST %s: %d %s", path, r.Status, r.Body)
-		}
-	}
-
-	first := dots(600, t0, 20_000)
-	post("/api/v1.6/devices/roll/", map[string]any{"a": first, "b": dots(300, t0, 40_000), "c": dots(50, t0, 40_000)})
-	check("new dots")
-
-	// a retry of part of the batch with new values: the minutes' min and max must be
-	// able to move both ways, which adding cannot do
-	retry := make([]any, 0, 200)
-	for i := 100; i < 300; i++ {
-		d := first[i].(map[string]any)
-		retry = append(retry, map[string]any{"value": -d["value"].(float64) * 3, "timestamp": d["timestamp"]})
-	}
-	post("/api/v1.6/devices/roll/a/values", retry)
-	check("replacing dots")
-
-	// writers racing on the same minutes of one variable, some on the same timestamps
-	var wg sync.WaitGroup
-	for w := range 6 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for k := range 5 {
-				batch := make([]any, 40)
-				for i := range batch {
-					ts := t0 + int64((w*7+k*13+i*29)%3600)*1000 // one hour, overlapping
-					batch[i] = map[string]any{"value": float64(w*100 + i), "timestamp": ts}
-				}
-				if r := c.Post("/api/v1.6/devices/roll/a/values", batch); r.Status != 201 {
-					t.Errorf("writer %d: %d %s", w, r.Status, r.Body)
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	check("concurrent writers")
-
-	id := variableIDIn(t, c, "roll", "a")
-	from, to := t0+7*60_000+12_345, t0+95*60_000+47_001 // both ends inside a minute
-	if r := c.Delete(fmt.Sprintf("/api/v1.6/variables/%s/values/%d/%d", id, from, to)); r.Status != 204 && r.Status != 200 {
-		t.Fatalf("delete range: %d %s", r.Status, r.Body)
-	}
-	check("range delete")
-	// a delete of one whole minute: its rollup must go, not stay with n = 0
-	whole := t0 + 3*60_000 // holds values of the first batch and of the racing writers
-	if r := c.Delete(fmt.Sprintf("/api/v1.6/variables/%s/values/%d/%d", id, whole, whole+59_999)); r.Status != 204 && r.Status != 200 {
-		t.Fatalf("delete minute: %d %s", r.Status, r.Body)
-	}
-	check("one-minute delete")
-	var left int
-	_ = env.DB.NewRaw(`SELECT count(*) FROM value_minutes m JOIN variables v ON v.id = m.variable_id
-		WHERE v.public_id = ? AND m.tile > to_timestamp(?::float8 / 1000) AND m.tile + INTERVAL '1 minute' <= to_timestamp(?::float8 / 1000)`,
-		id, from, to).Scan(context.Background(), &left)
-	if left != 0 {
-		t.Fatalf("%d rollups left inside the deleted range", left)
-	}
-
-	if r := c.Delete("/api/v2.0/variables/" + variableIDIn(t, c, "roll", "b")); r.Status != 204 {
-		t.Fatalf("delete variable: %d %s", r.Status, r.Body)
-	}
-	check("variable delete")
-	if r := c.Delete("/api/v2.0/devices/~roll"); r.Status != 204 {
-		t.Fatalf("delete device: %d %s", r.Status, r.Body)
-	}
-	check("device delete")
-}
-
-// variableIDIn reads a variable's public id through the API.
-func variableIDIn(t *testing.T, c *testenv.Client, device, variable string) string {
-	t.Helper()
-	r := c.Get("/api/v2.0/devices/~" + device + "/variables/~" + variable)
-	if r.Status != 200 {
-		t.Fatalf("variable %s/%s: %d %s", device, variable, r.Status, r.Body)
-	}
-	return r.Object(t)["id"].(string)
-}
-
-// denseAcrossEpoch is a series a few seconds apart (irregular milliseconds, several
-// values a minute) from before 1973-01-01, where minute rollups are not used, to after.
-func denseAcrossEpoch(n int) []testenv.Point {
-	rng := rand.New(rand.NewPCG(3, 9))
-	pts := make([]testenv.Point, n)
-	ts := int64(94_694_400_000) - 40*60_000 // 1972-12-31T23:20Z
-	for i := range pts {
-		ts += 1 + rng.Int64N(7_000)
-		pts[i] = testenv.Point{TS: ts, Value: float64(rng.IntN(9)-4) / 2} // ties everywhere
-	}
-	return pts
-}
 
 // TestSummariesMatchRawValues: answers read from minute rollups plus raw values at the
 // ends equal answers computed here from the values themselves, for ranges whose ends
 // fall inside minutes, inside one minute, and across 1973-01-01.
 func TestSummariesMatchRawValues(t *testing.T) {
 	c := env.Client(t).As(env.NewAccount(t))
-	pts := denseAcrossEpoch(3000) // about 3 hours
+	pts := testenv.DenseAcrossEpoch(3000) // about 3 hours
 	s := env.Seed(t, c.Token, "dense", "v", pts)
 	first, last := pts[0].TS, pts[len(pts)-1].TS
 	minute := pts[900].TS / 60_000 * 60_000
@@ -283,7 +62,7 @@ func TestSummariesMatchRawValues(t *testing.T) {
 // are resampled one by one, not from minute rollups.
 func TestSummariesKeepSecondsOffsets(t *testing.T) {
 	c := env.Client(t).As(env.NewAccount(t))
-	pts := denseAcrossEpoch(3000)
+	pts := testenv.DenseAcrossEpoch(3000)
 	for i := range pts {
 		pts[i].TS -= 2 * 365 * 86_400_000 // 1971
 	}
@@ -460,46 +239,6 @@ func referenceAggregation(series [][]testenv.Point, start, end int64, agg string
 	}
 	b, _ := json.Marshal(out)
 	return b
-}
-
-// TestRebuildTiersRepairsDrift: rollups left wrong by writes outside the write path
-// (values inserted by hand, a binary without rollups) are recomputed by
-// RebuildMinutes, from its since minute on only.
-func TestRebuildTiersRepairsDrift(t *testing.T) {
-	scope := newDriftScope(t)
-	ctx := context.Background()
-	c := env.Client(t).As(env.NewAccount(t))
-	const t0 = int64(1767225600000)
-	s := env.Seed(t, c.Token, "drift", "v", denseAcrossEpoch(600))
-	since := time.UnixMilli(t0).UTC()
-	for _, q := range []string{
-		// before since: stays wrong
-		`UPDATE value_minutes SET n = n + 1 WHERE variable_id = ? AND tile = (SELECT min(tile) FROM value_minutes WHERE variable_id = ?)`,
-		// from since on: two values written around the write path, their tiles missing
-		// (two minutes, two quarters and a day)
-		`INSERT INTO "values" (variable_id, ts, value) VALUES (?, '2026-01-01T00:10:00.5Z', 1), (?, '2026-01-01T00:20:00Z', 2)`,
-	} {
-		if _, err := env.DB.ExecContext(ctx, q, s.VariableKey, s.VariableKey); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if drift, _ := rollupDrift(t, scope); drift != 6 {
-		t.Fatalf("%d rollups drifted, want the 6 made here", drift)
-	}
-	st := &values.Store{Pool: env.DB.Pool}
-	var calls int
-	if err := st.RebuildTiers(ctx, since, func(done, total int) { calls++ }); err != nil {
-		t.Fatal(err)
-	}
-	if drift, _ := rollupDrift(t, scope); drift != 1 || calls == 0 {
-		t.Fatalf("after rebuilding since %v: %d rollups differ (want the 1 before it), %d progress calls", since, drift, calls)
-	}
-	if err := st.RebuildTiers(ctx, time.Time{}, nil); err != nil {
-		t.Fatal(err)
-	}
-	if drift, _ := rollupDrift(t, scope); drift != 0 {
-		t.Fatalf("after rebuilding all: %d rollups differ", drift)
-	}
 }
 
 // TestZoneCheckAgainstTheDatabase: the check every resample statement carries says yes

@@ -258,6 +258,16 @@ func (c *Client) Patch(path string, body any) Response {
 
 func (c *Client) Delete(path string) Response { c.t.Helper(); return c.Do("DELETE", path, nil) }
 
+// VariableID reads a variable's public id through the API.
+func (c *Client) VariableID(device, variable string) string {
+	c.t.Helper()
+	r := c.Get("/api/v2.0/devices/~" + device + "/variables/~" + variable)
+	if r.Status != http.StatusOK {
+		c.t.Fatalf("variable %s/%s: %d %s", device, variable, r.Status, r.Body)
+	}
+	return r.Object(c.t)["id"].(string)
+}
+
 // NewToken creates a token through a token route (API.md §13) and returns its secret.
 func (c *Client) NewToken(path string, body any) string {
 	c.t.Helper()
