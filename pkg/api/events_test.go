@@ -708,14 +708,6 @@ func TestEventStaleEntryTransitionOnce(t *testing.T) {
 	evaluations := func(c *testenv.Client, path string) float64 {
 		return metricOf(t, c, "sensorapi_event_evaluations_total", "path", path)
 	}
-	waitFor := func(what string, ok func() bool) {
-		t.Helper()
-		for deadline := time.Now().Add(testenv.Patience); !ok(); time.Sleep(10 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: not after %v", what, testenv.Patience)
-			}
-		}
-	}
 	lastTS := func() int64 {
 		var last *int64
 		if err := env.DB.NewRaw(`SELECT s.last_ts FROM event_states s JOIN events e ON e.id = s.event_id WHERE e.public_id = ?`,
@@ -725,16 +717,16 @@ func TestEventStaleEntryTransitionOnce(t *testing.T) {
 		return *last
 	}
 	postDot(t, a, "st", "v", 0, 2000) // A has no entry: from the database (saved: last 2000)
-	waitFor("A evaluates from the database", func() bool { return lastTS() == 2000 })
+	testenv.Eventually(t, "A evaluates from the database", func() bool { return lastTS() == 2000 })
 	postDot(t, a, "st", "v", 0, 3000) // A: in memory, over the row saved at 2000
-	waitFor("A evaluates in memory", func() bool { return evaluations(a, "memory") >= 1 })
+	testenv.Eventually(t, "A evaluates in memory", func() bool { return evaluations(a, "memory") >= 1 })
 	var key int64
 	if err := env.DB.NewRaw(`SELECT variable_id FROM events WHERE public_id = ?`, evID).Scan(context.Background(), &key); err != nil {
 		t.Fatal(err)
 	}
-	waitFor("B watches the variable", func() bool { return b.Server.Events.Watches(key) })
+	testenv.Eventually(t, "B watches the variable", func() bool { return b.Server.Events.Watches(key) })
 	postDot(t, b, "st", "v", 0, 2500) // late; B has no entry: from the database, which saves last 3000
-	waitFor("B evaluates from the database", func() bool { return lastTS() == 3000 })
+	testenv.Eventually(t, "B evaluates from the database", func() bool { return lastTS() == 3000 })
 	fromDB := evaluations(a, "database")
 	postDot(t, a, "st", "v", 100, 4000) // A: a transition in memory over a version that moved
 	h := rcv.wait(t, 1, testenv.Patience)
@@ -770,14 +762,6 @@ func TestEventEntriesScopedToTheirAccount(t *testing.T) {
 	evaluations := func(path string) float64 {
 		return metricOf(t, a, "sensorapi_event_evaluations_total", "path", path)
 	}
-	waitFor := func(what string, ok func() bool) {
-		t.Helper()
-		for deadline := time.Now().Add(testenv.Patience); !ok(); time.Sleep(10 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: not after %v", what, testenv.Patience)
-			}
-		}
-	}
 	// an event of b's creation reaches a only by notification: a watches its variable then
 	watchedByA := func(c *testenv.Client, device string) {
 		t.Helper()
@@ -788,21 +772,21 @@ func TestEventEntriesScopedToTheirAccount(t *testing.T) {
 		if err := env.DB.NewRaw(`SELECT variable_id FROM events WHERE public_id = ?`, ev["id"]).Scan(context.Background(), &key); err != nil {
 			t.Fatal(err)
 		}
-		waitFor("a watches "+device+".v", func() bool { return a.Server.Events.Watches(key) })
+		testenv.Eventually(t, "a watches "+device+".v", func() bool { return a.Server.Events.Watches(key) })
 	}
 	am := a.As(mine)
 	postDot(t, am, "m", "v", 0, 1000)
 	evID := createEvent(t, am, map[string]any{"label": "m", "condition": map[string]any{
 		"variable": "m.v", "operator": ">", "value": 50}, "actions": []any{webhook(rcv)}})["id"]
 	postDot(t, am, "m", "v", 0, 2000) // no entry yet: from the database
-	waitFor("a evaluates from the database", func() bool {
+	testenv.Eventually(t, "a evaluates from the database", func() bool {
 		var last *int64
 		err := env.DB.NewRaw(`SELECT s.last_ts FROM event_states s JOIN events e ON e.id = s.event_id WHERE e.public_id = ?`,
 			evID).Scan(context.Background(), &last)
 		return err == nil && last != nil && *last == 2000
 	})
 	postDot(t, am, "m", "v", 0, 3000)
-	waitFor("a evaluates in memory", func() bool { return evaluations("memory") == 1 })
+	testenv.Eventually(t, "a evaluates in memory", func() bool { return evaluations("memory") == 1 })
 	fromDB := evaluations("database")
 
 	bo := b.As(other)
@@ -815,14 +799,14 @@ func TestEventEntriesScopedToTheirAccount(t *testing.T) {
 	}
 	watchedByA(bo, "o3") // after the relabel and the delete: a has had their messages
 	postDot(t, am, "m", "v", 0, 4000)
-	waitFor("a evaluates the next write in memory", func() bool { return evaluations("memory") == 2 })
+	testenv.Eventually(t, "a evaluates the next write in memory", func() bool { return evaluations("memory") == 2 })
 	if n := evaluations("database"); n != fromDB {
 		t.Fatalf("another account's changes sent %v evaluations to the database", n-fromDB)
 	}
 
 	watchedByA(b.As(mine), "m2") // an event of the account itself, created through b
 	postDot(t, am, "m", "v", 0, 5000)
-	waitFor("a evaluates the account's event from the database", func() bool { return evaluations("database") > fromDB })
+	testenv.Eventually(t, "a evaluates the account's event from the database", func() bool { return evaluations("database") > fromDB })
 	if n := evaluations("memory"); n != 2 {
 		t.Fatalf("%v evaluations in memory after the account's own change, want 2", n)
 	}
