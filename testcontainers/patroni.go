@@ -23,7 +23,7 @@ import (
 )
 
 // Cluster is etcd and Patroni-managed TimescaleDB nodes (synchronous_mode, see
-// patroni/sensorapi.yml) on a Docker network of their own, each node's PostgreSQL
+// machine/patroni/sensorapi.yml) on a Docker network of their own, each node's PostgreSQL
 // and REST API published on 127.0.0.1 at fixed ports, so that a node killed and
 // started again keeps its addresses.
 type Cluster struct {
@@ -85,7 +85,7 @@ func StartCluster(ctx context.Context, n int) (*Cluster, error) {
 	return c, nil
 }
 
-// nodeEnv is what tells one node from another (patroni/sensorapi.yml has the rest):
+// nodeEnv is what tells one node from another (machine/patroni/sensorapi.yml has the rest):
 // its member name, which is also its name on the network.
 func nodeEnv(name string) map[string]string {
 	return map[string]string{"PATRONI_NAME": name, "PATRONI_RESTAPI_CONNECT_ADDRESS": name + ":8008",
