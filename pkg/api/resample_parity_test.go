@@ -1,7 +1,6 @@
 package api_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -68,7 +67,7 @@ func TestResampleParity(t *testing.T) {
 				if err := json.Unmarshal(r.Body, &got); err != nil {
 					t.Fatal(err)
 				}
-				if err := sameResults(decodeNumbers(t, pc.Expected), decodeNumbers(t, got.Results)); err != nil {
+				if err := sameResults(testenv.DecodeNumbers(t, pc.Expected), testenv.DecodeNumbers(t, got.Results)); err != nil {
 					t.Fatalf("%v\nbody %v\n got %s\nwant %s", err, body, got.Results, pc.Expected)
 				}
 				if cols := columnsFor(want, body["join_dataframes"] == true, period); !reflect.DeepEqual(got.Columns, cols) {
@@ -246,7 +245,7 @@ func tzRulesDiffer(t *testing.T, pc parityCase, rec tzRecord, differ map[string]
 	// every value and edge is within a month before the first label and a few days
 	// after the last one. An empty answer does not depend on the zone.
 	var labels []int64
-	collectLabels(decodeNumbers(t, pc.Expected), &labels)
+	collectLabels(testenv.DecodeNumbers(t, pc.Expected), &labels)
 	if len(labels) == 0 {
 		return ""
 	}
@@ -391,17 +390,6 @@ func columnsFor(ids []string, join, period bool) any {
 	return cols
 }
 
-func decodeNumbers(t *testing.T, raw []byte) any {
-	t.Helper()
-	d := json.NewDecoder(bytes.NewReader(raw))
-	d.UseNumber()
-	var v any
-	if err := d.Decode(&v); err != nil {
-		t.Fatalf("decode %s: %v", raw, err)
-	}
-	return v
-}
-
 // sameResults compares nested arrays. In the innermost arrays ([ts, v] pairs or joined
 // rows [ts, v1, v2, ...]) the first element is a timestamp and must be equal; the
 // others are values, null or within 1e-9 relative.
@@ -421,37 +409,9 @@ func sameResults(want, got any) error {
 			}
 			continue
 		}
-		if err := sameScalar(w[i], g[i], i == 0); err != nil {
+		if err := testenv.SameScalar(w[i], g[i], i == 0); err != nil {
 			return fmt.Errorf("[%d]: %w (row %v, want %v)", i, err, g, w)
 		}
-	}
-	return nil
-}
-
-func sameScalar(want, got any, exact bool) error {
-	if want == nil || got == nil {
-		if want != got {
-			return fmt.Errorf("got %v, want %v", got, want)
-		}
-		return nil
-	}
-	wn, okW := want.(json.Number)
-	gn, okG := got.(json.Number)
-	if !okW || !okG {
-		return fmt.Errorf("got %v, want %v", got, want)
-	}
-	if exact {
-		wi, err1 := wn.Int64()
-		gi, err2 := gn.Int64()
-		if err1 != nil || err2 != nil || wi != gi {
-			return fmt.Errorf("timestamp %s, want %s", gn, wn)
-		}
-		return nil
-	}
-	wf, _ := wn.Float64()
-	gf, _ := gn.Float64()
-	if math.Abs(wf-gf) > 1e-9*math.Max(math.Abs(wf), math.Abs(gf)) {
-		return fmt.Errorf("value %s, want %s", gn, wn)
 	}
 	return nil
 }

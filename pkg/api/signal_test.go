@@ -46,7 +46,7 @@ func TestSignalAnalytics(t *testing.T) {
 	vars := seedTiers(t, c, fx.Points)
 	ids := map[string]string{}
 	for n, v := range vars {
-		ids[n] = v.id
+		ids[n] = v.ID
 	}
 	t.Run("rows", func(t *testing.T) { signalCases(t, c, ids, fx) })
 	t.Run("paths", func(t *testing.T) { signalPaths(t, ids, vars, fx) })
@@ -57,20 +57,20 @@ func TestSignalAnalytics(t *testing.T) {
 // packVars packs every day of the variables' values (the packed layout, issue 32), and
 // fails when none was packed. Only the fixtures' variables are packed: other tests of
 // this package count their rows.
-func packVars(t *testing.T, vars map[string]*tiersVar) {
+func packVars(t *testing.T, vars map[string]*testenv.Var) {
 	t.Helper()
 	st := &values.Store{Pool: env.DB.Pool}
 	packed := 0
 	for _, v := range vars {
-		if len(v.pts) == 0 {
+		if len(v.Pts) == 0 {
 			continue
 		}
-		first, last := v.pts[0].TS, v.pts[0].TS
-		for _, p := range v.pts {
+		first, last := v.Pts[0].TS, v.Pts[0].TS
+		for _, p := range v.Pts {
 			first, last = min(first, p.TS), max(last, p.TS)
 		}
-		for day := values.Day(refTime(first)); !day.After(refTime(last)); day = day.Add(24 * time.Hour) {
-			n, err := st.PackDay(context.Background(), v.key, day)
+		for day := values.Day(testenv.RefTime(first)); !day.After(testenv.RefTime(last)); day = day.Add(24 * time.Hour) {
+			n, err := st.PackDay(context.Background(), v.Key, day)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -91,7 +91,7 @@ func signalCases(t *testing.T, c *testenv.Client, ids map[string]string, fx sign
 				c := parallelCase(t, c)
 				body, _ := withIDs(pc.Body, ids)
 				got := signalPost(t, c, path, body)
-				if err := sameResults(decodeNumbers(t, pc.Expected), decodeNumbers(t, got)); err != nil {
+				if err := sameResults(testenv.DecodeNumbers(t, pc.Expected), testenv.DecodeNumbers(t, got)); err != nil {
 					t.Fatalf("%v\nbody %v\n got %s\nwant %s", err, body, got, pc.Expected)
 				}
 			})
@@ -184,7 +184,7 @@ func checkSignalStatistics(t *testing.T, c *testenv.Client, ids map[string]strin
 			if gv := g[name].Value; gv != "" {
 				gotV = gv
 			}
-			if err := sameScalar(wantV, gotV, false); err != nil {
+			if err := testenv.SameScalar(wantV, gotV, false); err != nil {
 				t.Errorf("variable %d %s: %v\nbody %v\n got %s", i, name, err, body, r.Body)
 			}
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/sensordata/sensorapi/pkg/store"
 	"github.com/sensordata/sensorapi/querybuilder"
 	"github.com/sensordata/sensorapi/querybuilder/tiers"
+	"github.com/sensordata/sensorapi/testcontainers/testenv"
 )
 
 // signalPaths replays the fixture's E8 and E9 property cases (random ranges, methods,
@@ -26,12 +27,12 @@ import (
 // rolled back, so nothing else sees them). Both must give numpy's answers; the tile path
 // must read tiles in most cases. The HTTP runs of TestSignalAnalytics are the tile path
 // with every tile complete.
-func signalPaths(t *testing.T, ids map[string]string, vars map[string]*tiersVar, fx signalFixture) {
+func signalPaths(t *testing.T, ids map[string]string, vars map[string]*testenv.Var, fx signalFixture) {
 	ctx := context.Background()
 	var keys, all []int64
 	for _, v := range vars {
-		keys = append(keys, v.key)
-		for _, p := range v.pts {
+		keys = append(keys, v.Key)
+		for _, p := range v.Pts {
 			all = append(all, p.TS)
 		}
 	}
@@ -110,7 +111,7 @@ func replayPaths(t *testing.T, db bun.IDB, fx signalFixture, ids map[string]stri
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := sameResults(decodeNumbers(t, pc.Expected), decodeNumbers(t, got)); err != nil {
+		if err := sameResults(testenv.DecodeNumbers(t, pc.Expected), testenv.DecodeNumbers(t, got)); err != nil {
 			t.Errorf("%s (tiles before %s): %v\nbody %s\n got %s\nwant %s\n%s", pc.Name, until.Format(time.RFC3339), err, raw, got, pc.Expected,
 				strings.Join(q.Notes, "\n"))
 		}

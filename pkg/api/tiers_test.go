@@ -187,7 +187,7 @@ func TestAggregationFromSummariesMatchesValues(t *testing.T) {
 				t.Fatal(err)
 			}
 			want := referenceAggregation(series, start, end, agg, join)
-			if err := sameResults(decodeNumbers(t, want), decodeNumbers(t, got.Results)); err != nil {
+			if err := sameResults(testenv.DecodeNumbers(t, want), testenv.DecodeNumbers(t, got.Results)); err != nil {
 				t.Fatalf("%s join=%v: %v\n got %s\nwant %s", agg, join, err, got.Results, want)
 			}
 		}
