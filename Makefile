@@ -126,7 +126,8 @@ bench: prepare
 	$(GO) run ./cmd/sensorbench
 
 ## bench-bulkold: issue 46's bulk collections of months-old data (days not packed, and
-## into packed days) next to one connection's unnest upsert of the same dots; also in bench
+## into packed days) next to one connection's unnest upsert of the same dots, and the
+## same upserts from 16 connections (the database's ceiling); also in bench
 bench-bulkold: prepare
 	$(GO) run ./cmd/sensorbench -only bulkold
 

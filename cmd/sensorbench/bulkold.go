@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/sensordata/sensorapi/cmd/internal/benchharness"
@@ -20,7 +21,10 @@ import (
 // variables × collectionsPoints dots by id, from collectionsClients clients) with
 // timestamps months old, next to the floor the issue sets: ONE connection upserting the
 // same dots, one request's worth per statement, into a plain hypertable with the same
-// unique index. Two sides through the server:
+// unique index; then the same upserts from collectionsClients connections, the
+// database's ceiling (what PostgreSQL alone does with every core: on a machine where a
+// commit is cheap, the floor is CPU-bound and this stays under 2× it). Two sides
+// through the server:
 //   - days that are not packed, three months old, for variables a quarter of which hold
 //     packed days (bulkOldPackedDays of them, four months old, and one a day a week
 //     for two years before): the write must still tell which;
@@ -58,9 +62,19 @@ func benchBulkOld(ctx context.Context, h *benchharness.Harness, d time.Duration)
 		return err
 	}
 	old := time.Now().AddDate(0, -3, 0)
-	floor, err := bulkOldFloor(ctx, h, d, len(ids), old)
+	if _, err := h.DB.Pool.Exec(ctx, bulkOldFloorSchema); err != nil {
+		return fmt.Errorf("floor schema: %w", err)
+	}
+	floor, err := bulkOldFloor(ctx, h, d, 1, len(ids), old)
 	if err != nil {
 		return fmt.Errorf("bulk old floor: %w", err)
+	}
+	// the same upserts from as many connections as the service's clients: what the
+	// database alone does with every core, the ceiling of any write path that stores
+	// these rows (later timestamps than the floor's, so no conflict between them)
+	ceiling, err := bulkOldFloor(ctx, h, d, collectionsClients, len(ids), old.Add(24*time.Hour))
+	if err != nil {
+		return fmt.Errorf("bulk old ceiling: %w", err)
 	}
 	rss := h.SampleRSS()
 	unpacked := runRequests(ctx, collectionsClients, d, len(ids), old, func(ctx context.Context, first int, ts int64) error {
@@ -83,10 +97,11 @@ func benchBulkOld(ctx context.Context, h *benchharness.Harness, d time.Duration)
 	fmt.Printf("bulk of old data: %d variables, %d dots per request (%d variables × %d), %d clients\n",
 		len(ids), collectionsDots, collectionsBlock, collectionsPoints, collectionsClients)
 	printDots("1-connection floor (unnest upsert, plain hypertable)", floor)
+	printDots(fmt.Sprintf("the same upserts from %d connections (database ceiling)", collectionsClients), ceiling)
 	printDots("HTTP, three months old, days not packed", unpacked)
 	printDots(fmt.Sprintf("HTTP, into packed days (%d days unpacked/request)", collectionsBlock), packed)
-	fmt.Printf("  http / 1-connection floor: %.2f× days not packed (target ≥ 1.8×), %.2f× into packed days   rows stored %d, expected %d   server peak RSS %.0f MiB\n\n",
-		unpacked.rate()/floor.rate(), packed.rate()/floor.rate(), stored, want, peak)
+	fmt.Printf("  http / 1-connection floor: %.2f× days not packed (target ≥ 1.8×), %.2f× into packed days; ceiling / floor %.2f×   rows stored %d, expected %d   server peak RSS %.0f MiB\n\n",
+		unpacked.rate()/floor.rate(), packed.rate()/floor.rate(), ceiling.rate()/floor.rate(), stored, want, peak)
 	if errs := unpacked.errors + packed.errors; errs > 0 { // a failed request may have been written or not
 		return fmt.Errorf("bulk old: %d requests failed", errs)
 	}
@@ -163,24 +178,27 @@ func packedHistory(ctx context.Context, h *benchharness.Harness, c *loadgen.Clie
 	return g.Wait()
 }
 
-// bulkOldFloor upserts the requests' dots on one connection for d.
-func bulkOldFloor(ctx context.Context, h *benchharness.Harness, d time.Duration, n int, from time.Time) (*fleetResult, error) {
-	if _, err := h.DB.Pool.Exec(ctx, bulkOldFloorSchema); err != nil {
-		return nil, fmt.Errorf("floor schema: %w", err)
-	}
-	conn, err := pgx.Connect(ctx, h.DSN)
+// bulkOldFloor upserts the requests' dots into floor_old_values on conns connections
+// for d.
+func bulkOldFloor(ctx context.Context, h *benchharness.Harness, d time.Duration, conns, n int, from time.Time) (*fleetResult, error) {
+	conf, err := pgxpool.ParseConfig(h.DSN)
 	if err != nil {
 		return nil, err
 	}
-	defer func() { _ = conn.Close(context.WithoutCancel(ctx)) }()
-	return runRequests(ctx, 1, d, n, from, func(ctx context.Context, first int, ts int64) error {
+	conf.MaxConns, conf.MinConns = int32(conns), int32(conns)
+	pool, err := pgxpool.NewWithConfig(ctx, conf)
+	if err != nil {
+		return nil, err
+	}
+	defer pool.Close()
+	return runRequests(ctx, conns, d, n, from, func(ctx context.Context, first int, ts int64) error {
 		ids, tss, vals := make([]int64, 0, collectionsDots), make([]time.Time, 0, collectionsDots), make([]float64, 0, collectionsDots)
 		for i := range collectionsBlock {
 			for p := range int64(collectionsPoints) {
 				ids, tss, vals = append(ids, int64(first+i+1)), append(tss, time.UnixMilli(ts+p)), append(vals, collectionValue(ts+p, i))
 			}
 		}
-		_, err := conn.Exec(ctx, bulkOldFloorSQL, ids, tss, vals)
+		_, err := pool.Exec(ctx, bulkOldFloorSQL, ids, tss, vals)
 		return err
 	}), nil
 }
