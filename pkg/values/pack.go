@@ -124,8 +124,7 @@ type unit struct {
 
 // unpackedDays lists the (variable, day) holding rows before cutoff, oldest first.
 func unpackedDays(ctx context.Context, pool *pgxpool.Pool, cutoff time.Time) ([]unit, error) {
-	rows, err := pool.Query(ctx, `SELECT DISTINCT time_bucket(INTERVAL '1 day', ts), variable_id
-		FROM "values" WHERE ts < $1 ORDER BY 1, 2`, cutoff)
+	rows, err := pool.Query(ctx, unpackedDaysSQL, cutoff)
 	if err != nil {
 		return nil, fmt.Errorf("pack: list days: %w", err)
 	}
@@ -134,6 +133,23 @@ func unpackedDays(ctx context.Context, pool *pgxpool.Pool, cutoff time.Time) ([]
 		return u, r.Scan(&u.day, &u.variable)
 	})
 }
+
+// unpackedDaysSQL walks each variable's days that hold rows before $1 down the
+// (variable_id, ts) index, one probe per day: a DISTINCT over the rows read every row
+// before the cutoff (all of a day's fleet at each hourly run; 1.2 s of the benchmark's
+// 4 M points), where this reads one per (variable, day).
+const unpackedDaysSQL = `WITH RECURSIVE d AS (
+    SELECT v.id AS variable_id,
+           (SELECT time_bucket(INTERVAL '1 day', x.ts) FROM "values" x
+            WHERE x.variable_id = v.id AND x.ts < $1 ORDER BY x.ts DESC LIMIT 1) AS day
+    FROM variables v
+    UNION ALL
+    SELECT d.variable_id,
+           (SELECT time_bucket(INTERVAL '1 day', x.ts) FROM "values" x
+            WHERE x.variable_id = d.variable_id AND x.ts < d.day ORDER BY x.ts DESC LIMIT 1)
+    FROM d WHERE d.day IS NOT NULL
+)
+SELECT day, variable_id FROM d WHERE day IS NOT NULL ORDER BY 1, 2`
 
 // dropEmptyChunks drops the chunks of table that end by cutoff and hold no row, each
 // under an exclusive lock taken before it is found empty: a writer that unpacked a day

@@ -484,3 +484,42 @@ func TestPackKeepsEveryBitPattern(t *testing.T) {
 		t.Errorf("%d rows left, want the 2 of the day with a µs timestamp", n)
 	}
 }
+
+// TestPackMergesAPackedDayWithRowsBeside: rows loaded by hand into a day that is packed
+// already (no writer leaves them so) are merged with its packed dots when the day is
+// packed again: one packed row holding both, no row left, every value as it was.
+func TestPackMergesAPackedDayWithRowsBeside(t *testing.T) {
+	ctx := context.Background()
+	s := env.Seed(t, env.NewAccount(t), "merge", "v", nil)
+	day := time.Date(1996, 3, 1, 0, 0, 0, 0, time.UTC)
+	load := func(from time.Time, n int) {
+		t.Helper()
+		if _, err := env.DB.Pool.Exec(ctx, `INSERT INTO "values" (variable_id, ts, value)
+			SELECT $1, $2::timestamptz + i * INTERVAL '1 minute', i FROM generate_series(0, $3 - 1) AS i`,
+			s.VariableKey, from, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	load(day, 60) // the day's first hour, packed
+	st := &values.Store{Pool: env.DB.Pool}
+	if n, err := st.PackDay(ctx, s.VariableKey, day); err != nil || n != 60 {
+		t.Fatalf("pack the first hour: %d %v", n, err)
+	}
+	load(day.Add(2*time.Hour), 30) // then rows beside the packed row
+	before := bothLayouts(t, s.VariableKey)
+	if len(before) != 90 {
+		t.Fatalf("%d values before, want 90", len(before))
+	}
+	if n, err := st.PackDay(ctx, s.VariableKey, day); err != nil || n != 90 {
+		t.Fatalf("pack the day again: %d %v, want the 90 values", n, err)
+	}
+	if got := bothLayouts(t, s.VariableKey); !slices.Equal(got, before) {
+		t.Fatalf("after the merge the values differ (%d vs %d)", len(got), len(before))
+	}
+	if n := count(t, `SELECT count(*) FROM values_packed WHERE variable_id = $1`, s.VariableKey); n != 1 {
+		t.Errorf("%d packed rows, want 1", n)
+	}
+	if n := count(t, `SELECT count(*) FROM "values" WHERE variable_id = $1`, s.VariableKey); n != 0 {
+		t.Errorf("%d rows left, want 0", n)
+	}
+}

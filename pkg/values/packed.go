@@ -37,7 +37,9 @@ func Day(t time.Time) time.Time { return t.UTC().Truncate(24 * time.Hour) }
 // aggregate (MATERIALIZED: computed once, not per dot), the arrays one sort by
 // timestamp, and the arithmetic float8 (exact here: whole milliseconds within a day,
 // or between two created_at, are far inside a double's 53 bits): 14 ms for a day at
-// 10 s where numeric arithmetic and a window per column took 40.
+// 10 s where numeric arithmetic and a window per column took 40. It answers how many
+// rows it moved and whether one had a timestamp finer than a millisecond (PackDay then
+// rolls back).
 const packDaySQL = `WITH moved AS (
     DELETE FROM "values" WHERE variable_id = $1 AND ts >= $2 AND ts < $2 + INTERVAL '1 day'
     RETURNING ts, value, context, date_trunc('milliseconds', created_at + INTERVAL '500 microseconds') AS created
@@ -54,7 +56,7 @@ const packDaySQL = `WITH moved AS (
            (round(date_part('epoch', d.ts - l.ts_base) * 1000) - (d.i - 1) * l.ts_step)::int AS r,
            (round(date_part('epoch', d.created - l.created_base) * 1000) - (d.i - 1) * l.created_step)::bigint AS created_r
     FROM dots d CROSS JOIN line l
-)
+), packed AS (
 INSERT INTO values_packed (variable_id, day, n, ts_base, ts_step, ts_r, ts_rmin, ts_rmax, value, created_base, created_step,
                            created_r, context)
 SELECT $1, $2, any_value(l.n), any_value(l.ts_base), any_value(l.ts_step),
@@ -64,7 +66,9 @@ SELECT $1, $2, any_value(l.n), any_value(l.ts_base), any_value(l.ts_step),
        array_agg(d.created_r ORDER BY d.i),
        jsonb_object_agg(d.i, d.context) FILTER (WHERE d.context IS NOT NULL)
 FROM residuals d CROSS JOIN line l
-HAVING count(*) > 0`
+HAVING count(*) > 0
+)
+SELECT (SELECT count(*) FROM moved)::int, (SELECT coalesce(bool_or(ts <> date_trunc('milliseconds', ts)), false) FROM moved)`
 
 // PackDay packs one (variable, day) in a transaction of its own, under the variable's
 // row lock (writers take it before they look for packed days), and returns how many
@@ -76,44 +80,56 @@ func (s *Store) PackDay(ctx context.Context, variable int64, day time.Time) (int
 	packed := 0
 	err := pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
 		var mark time.Time
-		err := tx.QueryRow(ctx, `SELECT rollups_until FROM variables WHERE id = $1 FOR NO KEY UPDATE`, variable).Scan(&mark)
+		var hasPacked bool
+		b := &pgx.Batch{}
+		b.Queue(`SELECT rollups_until FROM variables WHERE id = $1 FOR NO KEY UPDATE`, variable).QueryRow(func(r pgx.Row) error {
+			return r.Scan(&mark)
+		})
+		b.Queue(`SELECT EXISTS (SELECT FROM values_packed WHERE variable_id = $1 AND day = $2)`, variable, day).QueryRow(func(r pgx.Row) error {
+			return r.Scan(&hasPacked)
+		})
+		err := tx.SendBatch(ctx, b).Close()
 		if errors.Is(err, pgx.ErrNoRows) || (err == nil && day.Add(24*time.Hour).After(mark)) {
-			return nil // deleted; or its values still have to make its tiles (CatchUp)
+			return errNothingPacked // deleted; or its values still have to make its tiles (CatchUp)
 		}
 		if err != nil {
 			return fmt.Errorf("lock variable: %w", err)
 		}
-		var rows int
-		var fine bool
-		if err := tx.QueryRow(ctx, `SELECT count(*), coalesce(bool_or(ts <> date_trunc('milliseconds', ts)), false)
-			FROM "values" WHERE variable_id = $1 AND ts >= $2 AND ts < $2 + INTERVAL '1 day'`,
-			variable, day).Scan(&rows, &fine); err != nil {
-			return fmt.Errorf("read day: %w", err)
-		}
-		if rows == 0 || fine {
-			return nil
-		}
 		// a packed row for the day already (a writer never leaves one beside rows; a
 		// day packed by hand might): merge it in
-		if err := unpackDays(ctx, execIn(tx), []int64{variable}, []time.Time{day}); err != nil {
-			return err
+		if hasPacked {
+			if err := unpackDays(ctx, execIn(tx), []int64{variable}, []time.Time{day}); err != nil {
+				return err
+			}
 		}
-		if _, err := tx.Exec(ctx, packDaySQL, variable, day); err != nil {
+		// the pack and the minute tiles' delete in one round trip; the transaction
+		// rolls back when the day held no rows or a timestamp finer than a millisecond
+		var rows int
+		var fine bool
+		b = &pgx.Batch{}
+		b.Queue(packDaySQL, variable, day).QueryRow(func(r pgx.Row) error { return r.Scan(&rows, &fine) })
+		b.Queue(`DELETE FROM `+tiers.All[0].Table+` WHERE variable_id = $1 AND tile >= $2 AND tile < $2 + INTERVAL '1 day'`,
+			variable, day)
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return fmt.Errorf("pack: %w", err)
 		}
-		minutes := tiers.All[0].Table
-		if _, err := tx.Exec(ctx, `DELETE FROM `+minutes+` WHERE variable_id = $1 AND tile >= $2 AND tile < $2 + INTERVAL '1 day'`,
-			variable, day); err != nil {
-			return fmt.Errorf("drop minute tiles: %w", err)
+		if rows == 0 || fine {
+			return errNothingPacked
 		}
 		packed = rows
 		return nil
 	})
+	if errors.Is(err, errNothingPacked) {
+		return 0, nil
+	}
 	if err != nil {
 		return 0, fmt.Errorf("pack variable %d day %s: %w", variable, day.Format(time.DateOnly), err)
 	}
 	return packed, nil
 }
+
+// errNothingPacked rolls PackDay's transaction back: the day stays as it was.
+var errNothingPacked = errors.New("nothing to pack")
 
 // unpackSQL moves the packed days among ($1, $2) back into rows of "values" and
 // restores their minute tiles, in the caller's transaction. $3 and $4 are the first
