@@ -34,8 +34,8 @@ const RefMs = `(extract(epoch FROM %s) * 1000)::bigint`
 // RefTime is the instant of ms (epoch milliseconds), a parameter of the reference SQL.
 func RefTime(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
 
-// RowRefValues is the rows of "values": what the reference SQL reads by default.
-func RowRefValues(_ string) string { return `"values"` }
+// rowRefValues is the rows of "values": what the reference SQL reads by default.
+func rowRefValues(_ string) string { return `"values"` }
 
 // PackedRefValues are both layouts of the raw values: their decoding (packed_values) is
 // checked bit for bit by pkg/values' tests, and the answers against pandas by pkg/api's
@@ -46,9 +46,9 @@ func PackedRefValues(keys string) string {
 }
 
 // RefValues is what the reference SQL reads (keys: its variables as an array; $2 and
-// $3 its range): RowRefValues, or PackedRefValues once a test has packed days (it sets
+// $3 its range): rowRefValues, or PackedRefValues once a test has packed days (it sets
 // it and restores it; not while another test reads it).
-var RefValues = RowRefValues
+var RefValues = rowRefValues
 
 // RefStatistics is E7 straight from the raw values (RefValues), one statement per
 // variable: the plain aggregates, percentile_cont, first/last by time, the earliest
